@@ -1,0 +1,1 @@
+"""The ``guard`` command line: argument parsing and output only; the work is in ``guard.*``."""

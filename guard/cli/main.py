@@ -1,0 +1,58 @@
+"""Entry point: builds the typer app from one module per command.
+
+Each module in :data:`COMMANDS` exposes ``register(app)``. A GuardError that
+escapes a command becomes a one-line message on stderr and exit code 1, never
+a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from guard.cli import exitcodes
+from guard.errors import GuardError
+
+COMMANDS = [
+    "guard.cli.check",
+    "guard.cli.schema",
+    "guard.cli.demo",
+]
+
+app = typer.Typer(
+    name="guard",
+    help="Make a language model's answers checkable.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _build() -> typer.Typer:
+    for name in COMMANDS:
+        importlib.import_module(name).register(app)
+    return app
+
+
+def main(argv: list[str] | None = None) -> int:
+    _build()
+    try:
+        app(args=argv, standalone_mode=True)
+    except SystemExit as exc:  # typer/click end every run with SystemExit
+        code = exc.code
+        if code is None:
+            return exitcodes.OK
+        return code if isinstance(code, int) else exitcodes.USAGE
+    except GuardError as exc:
+        print(f"guard: error: {exc}", file=sys.stderr)
+        return exitcodes.INVALID_INPUT
+    except KeyboardInterrupt:
+        print("guard: interrupted", file=sys.stderr)
+        return 130
+    return exitcodes.OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""The documented exception tree of guard.
+
+Everything the public API raises is a :class:`GuardError`; errors of the
+libraries underneath (SQLAlchemy, Lark, joblib, pydantic, YAML) are translated
+at the boundary and never leak.
+
+    GuardError
+    ├── PayloadError        the model's payload is not acceptable (JSON, keys, slots, limits)
+    ├── PolicyError         the policy file is wrong, or does not match the database
+    ├── StoreUnavailable    the system of record could not be reached or answered badly
+    ├── GrammarError        a grammar library could not be loaded or compiled
+    ├── ModelError          a classifier model is missing, corrupt or does not match
+    └── CorpusError         a labelled corpus is malformed
+
+Every error carries a stable ``code`` and, where it applies, a ``location``
+(a claim key, a slot, a column, a file and line) so that a message can say
+what was wrong and where.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input: what, where, and a sentence for a person."""
+
+    code: str
+    message: str
+    location: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "location": self.location}
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}" if self.location else self.message
+
+
+class GuardError(Exception):
+    """Root of every error guard raises on purpose."""
+
+    code = "guard"
+
+    def __init__(self, message: str, *, problems: list[Problem] | None = None, location: str = "") -> None:
+        self.problems: list[Problem] = list(problems or [])
+        self.location = location
+        super().__init__(message)
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "error": self.code,
+            "message": self.message,
+            "location": self.location,
+            "problems": [p.to_dict() for p in self.problems],
+        }
+
+    def __str__(self) -> str:
+        head = self.message
+        if self.location and self.location not in head:
+            head = f"{self.location}: {head}"
+        if not self.problems:
+            return head
+        lines = [head] + [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+class PayloadError(GuardError):
+    """The payload is not valid JSON, has the wrong keys, bad slots or exceeds a limit."""
+
+    code = "payload"
+
+
+class PolicyError(GuardError):
+    """The policy is malformed or refers to tables and columns the database lacks."""
+
+    code = "policy"
+
+
+class StoreUnavailable(GuardError):
+    """The system of record could not answer (down, timed out, locked, schema changed, garbage)."""
+
+    code = "store_unavailable"
+
+
+class GrammarError(GuardError):
+    """A grammar library could not be found, loaded or compiled."""
+
+    code = "grammar"
+
+
+class ModelError(GuardError):
+    """A classifier model is missing, unreadable, or its card does not match this installation."""
+
+    code = "model"
+
+
+class CorpusError(GuardError):
+    """A labelled corpus file is malformed, duplicated or leaks across splits."""
+
+    code = "corpus"
+
+
+__all__ = [
+    "Problem",
+    "GuardError",
+    "PayloadError",
+    "PolicyError",
+    "StoreUnavailable",
+    "GrammarError",
+    "ModelError",
+    "CorpusError",
+]
