@@ -48,7 +48,7 @@ class Claim(BaseModel):
     entity: StrictStr = Field(min_length=1, max_length=128)
     entity_id: Union[StrictStr, StrictInt] = Field(union_mode="left_to_right")
     field: StrictStr = Field(min_length=1, max_length=128)
-    value: Scalar = None
+    value: Scalar
 
 
 class Payload(BaseModel):
@@ -204,6 +204,28 @@ def _loc(err: dict[str, Any], raw: Any) -> str:
     return ".".join(parts) or "payload"
 
 
+_UNION_MESSAGES = {
+    "value": "value must be a JSON string, number, boolean or null",
+    "entity_id": "entity_id must be a string or an integer",
+}
+
+
+def _schema_problems(exc: ValidationError, raw: Any) -> list[Problem]:
+    """One problem per location: a union's per-member complaints become one sentence."""
+    out: dict[str, Problem] = {}
+    for e in exc.errors(include_url=False):
+        where = _loc(e, raw)
+        last = str(e["loc"][2]) if len(e["loc"]) > 2 and e["loc"][0] == "claims" else ""
+        msg = _UNION_MESSAGES.get(last, e["msg"]) if len(e["loc"]) > 3 else e["msg"]
+        if e["type"] == "missing":
+            msg = "this key is required"
+        elif e["type"] == "extra_forbidden":
+            msg = "unknown key; allowed keys are " + (
+                "key, type, entity, entity_id, field, value" if e["loc"][0] == "claims" else "answer_template, claims")
+        out.setdefault(where, Problem("schema", msg, where))
+    return list(out.values())
+
+
 def _parse_json(data: str | bytes, limits: Limits) -> Any:
     size = len(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
     if size > limits.max_bytes:
@@ -266,7 +288,7 @@ def load_payload(data: str | bytes | dict[str, Any] | Payload, limits: Limits | 
     try:
         payload = Payload.model_validate(raw)
     except ValidationError as exc:
-        problems = [Problem("schema", e["msg"], _loc(e, raw)) for e in exc.errors(include_url=False)]
+        problems = _schema_problems(exc, raw)
         raise PayloadError("the payload does not match the schema", problems=problems) from None
     except (RecursionError, ValueError, TypeError) as exc:
         raise PayloadError(f"the payload could not be read: {exc}", location="payload") from None

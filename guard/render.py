@@ -1,0 +1,66 @@
+"""Render an answer from database values: type- and locale-aware, and never from the model's strings.
+
+Slot substitution walks the pieces found by :func:`guard.payload.template_pieces`;
+``str.format`` is never called on model text, so a template cannot reach
+attributes, index objects or choose a format width.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Mapping
+
+from babel.dates import format_date, format_datetime
+from babel.numbers import format_currency, format_decimal
+
+from guard.payload import ClaimType, template_pieces
+from guard.policy import FieldPolicy, Policy
+
+
+def format_value(actual: Any, field: FieldPolicy, policy: Policy) -> str:
+    """A normalised stored value as a person reads it in the policy's locale.
+
+    >>> from guard.policy import FieldPolicy, Policy
+    >>> p = Policy(locale="en_GB", entities={"o": {"table": "t", "fields": {"x": {"type": "integer"}}}})
+    >>> format_value(129900, FieldPolicy(type="money", currency="GBP"), p)
+    '£1,299.00'
+    """
+    loc = policy.locale
+    t = field.type
+    if t is ClaimType.MONEY:
+        return format_currency(Decimal(int(actual)).scaleb(-field.exponent), field.currency, locale=loc)
+    if t is ClaimType.DATE:
+        return format_date(actual, format="long", locale=loc)
+    if t is ClaimType.TIMESTAMP:
+        return format_datetime(actual.astimezone(policy.tz), format="long", tzinfo=policy.tz, locale=loc)
+    if t is ClaimType.INTEGER:
+        return format_decimal(int(actual), locale=loc)
+    if t is ClaimType.DECIMAL:
+        text = format_decimal(actual, locale=loc, decimal_quantization=False)
+        return f"{text} {field.unit}" if field.unit else text
+    if t is ClaimType.BOOLEAN:
+        return "yes" if actual else "no"
+    return str(actual)
+
+
+def to_json(actual: Any, field: FieldPolicy) -> Any:
+    """A normalised stored value as a JSON value (money stays in integer minor units)."""
+    if isinstance(actual, datetime):
+        return actual.isoformat()
+    if isinstance(actual, date):
+        return actual.isoformat()
+    if isinstance(actual, Decimal):
+        return str(actual)
+    return actual
+
+
+def substitute(template: str, values: Mapping[str, str]) -> str:
+    """Replace every slot by ``values[name]``; literal text is kept, ``{{``/``}}`` unescaped."""
+    out = []
+    for piece in template_pieces(template):
+        out.append(values[piece.slot.name] if piece.slot is not None else piece.text)
+    return "".join(out)
+
+
+__all__ = ["format_value", "to_json", "substitute"]
