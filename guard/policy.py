@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from babel import Locale, UnknownLocaleError
 from babel.numbers import get_currency_precision, list_currencies
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import TypeAdapter, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from guard.errors import PolicyError, Problem
 from guard.payload import NAME, ClaimType
@@ -28,7 +28,7 @@ _SQL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
 
 
 def parse_duration(text: str | int | float | timedelta) -> timedelta:
-    """``30d``, ``2h``, ``15m``, ``45s``, ``1w`` (or seconds as a number)."""
+    """``30d``, ``2h``, ``15m``, ``45s``, ``1w``, ISO 8601 ``P30D``, or seconds as a number."""
     if isinstance(text, timedelta):
         return text
     if isinstance(text, bool):
@@ -38,6 +38,11 @@ def parse_duration(text: str | int | float | timedelta) -> timedelta:
             raise ValueError("a duration cannot be negative")
         return timedelta(seconds=text)
     m = _DURATION.match(str(text))
+    if not m and str(text).startswith("P"):
+        try:
+            return TypeAdapter(timedelta).validate_python(str(text))
+        except ValidationError:
+            pass
     if not m:
         raise ValueError(f"'{text}' is not a duration; write a number and a unit: 30d, 2h, 15m, 45s, 1w")
     return timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
