@@ -1,0 +1,109 @@
+"""Prometheus metrics for the events guard logs.
+
+The metrics live on a registry the caller passes, or on a new
+:class:`~prometheus_client.CollectorRegistry` (never the process-global one)
+so two gates, or two tests, in one process do not share counters. The metric
+names are the contract with ``deploy/prometheus/guard-alerts.yml``::
+
+    guard_claims_total{entity, field, status}
+    guard_decisions_total{action}
+    guard_lint_findings_total{code}
+    guard_prose_per_slot            (histogram of prose words per slot)
+
+Example::
+
+    metrics = Metrics()
+    metrics.observe({"event": "decision", "action": "answer", "findings": [], "prose_per_slot": 2.5})
+    metrics.serve(9464)        # or: body = metrics.expose()
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, start_http_server
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from guard.errors import GuardError
+
+PROSE_PER_SLOT_BUCKETS: tuple[float, ...] = (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 50)
+"""Bucket bounds in words per slot; the alert rules' quantiles are only as fine as these."""
+
+
+def _label(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+class Metrics:
+    """Counters and the prose-per-slot histogram, fed one event at a time by :meth:`observe`."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        buckets: Sequence[float] = PROSE_PER_SLOT_BUCKETS,
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        try:
+            self.claims = Counter(
+                "guard_claims",
+                "Claim results by entity, field and status (confirmed, contradicted, not_found, ...).",
+                ["entity", "field", "status"],
+                registry=self.registry,
+            )
+            self.decisions = Counter(
+                "guard_decisions", "Decisions by action (answer, refuse, regenerate_from_facts).", ["action"],
+                registry=self.registry,
+            )
+            self.findings = Counter(
+                "guard_lint_findings", "Lint findings by code (F1xx, S2xx, T3xx, R4xx).", ["code"],
+                registry=self.registry,
+            )
+            self.prose_per_slot = Histogram(
+                "guard_prose_per_slot", "Prose words per slot in each decided template.",
+                buckets=tuple(buckets), registry=self.registry,
+            )
+        except ValueError as exc:  # duplicate names on a shared registry, bad buckets
+            raise GuardError(f"cannot register guard metrics: {exc}") from exc
+
+    def observe(self, event: Mapping[str, Any]) -> bool:
+        """Count one logged event; returns False for an event type that carries no metric."""
+        kind = event.get("event")
+        if kind == "claim":
+            self.claims.labels(
+                _label(event.get("entity")), _label(event.get("field")), _label(event.get("status"))
+            ).inc()
+            return True
+        if kind == "decision":
+            self.decisions.labels(_label(event.get("action"))).inc()
+            for code in event.get("findings") or ():
+                self.findings.labels(_label(code)).inc()
+            ratio = event.get("prose_per_slot")
+            # A template without slots has no finite ratio; it is a finding (R4xx), not a histogram point.
+            if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and math.isfinite(ratio):
+                self.prose_per_slot.observe(ratio)
+            return True
+        return False
+
+    def expose(self) -> bytes:
+        """The registry in the Prometheus text format (for a handler of your own web framework)."""
+        return generate_latest(self.registry)
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def serve(self, port: int, addr: str = "0.0.0.0") -> Any:
+        """Serve ``/metrics`` on ``addr:port`` from a daemon thread; returns the server."""
+        try:
+            return start_http_server(port, addr=addr, registry=self.registry)
+        except OSError as exc:
+            raise GuardError(f"cannot serve metrics on {addr}:{port}: {exc.strerror}") from exc
+
+    def value(self, name: str, **labels: str) -> float:
+        """The current value of one sample (``guard_claims_total``, ...), 0.0 when never set."""
+        found = self.registry.get_sample_value(name, labels)
+        return 0.0 if found is None else found
+
+
+__all__ = ["Metrics", "PROSE_PER_SLOT_BUCKETS"]
