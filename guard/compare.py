@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
@@ -99,13 +100,23 @@ def _decimal_equal(c: Decimal, a: Decimal, field: FieldPolicy) -> bool:
     return abs(c - a) <= (field.tolerance or Decimal(0))
 
 
+@lru_cache(maxsize=256)
+def _currency_marks(currency: str, locale: str) -> tuple[str, ...]:
+    """The code and the symbols a person may write for ``currency``, longest first (``JP¥`` before ``¥``)."""
+    marks = {currency}
+    for loc in (locale, "en", "en_US", "en_GB"):
+        marks.add(get_currency_symbol(currency, locale=loc))
+    for m in list(marks):
+        marks.add(regex.sub(r"^[A-Z]{1,3}(?=\p{Sc})", "", m))
+    return tuple(sorted((m for m in marks if m), key=len, reverse=True))
+
+
 def _money_claim(value: Any, field: FieldPolicy, policy: Policy) -> int:
     """Minor units of a claimed amount in major units: ``1299``, ``1299.00``, ``"£1,299.00"``, ``"GBP 1,299"``."""
     cur = field.currency or ""
     if isinstance(value, str):
-        text = _SPACES.sub(" ", value).strip()
-        symbol = get_currency_symbol(cur, locale=policy.locale)
-        for mark in sorted({cur, symbol}, key=len, reverse=True):
+        text = value.strip()
+        for mark in _currency_marks(cur, policy.locale):
             if mark and mark in text:
                 text = text.replace(mark, "", 1).strip()
                 break

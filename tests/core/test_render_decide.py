@@ -1,0 +1,122 @@
+"""Rendering from database values, refusal wording, and the regenerate loop."""
+
+from __future__ import annotations
+
+import copy
+from datetime import date, datetime, timezone
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from guard import demo
+from guard.checker import ClaimResult, Status
+from guard.decide import Action, decide, refusal_sentence
+from guard.errors import GuardError
+from guard.payload import load_payload
+from guard.policy import FieldPolicy, Policy
+from guard.render import format_value, substitute
+from guard.verify import regenerate_loop, verify
+
+
+def pol(locale="en_GB", tz="Europe/London"):
+    return Policy(locale=locale, timezone=tz, entities={"o": {"table": "t", "fields": {"x": {"type": "integer"}}}})
+
+
+def test_locale_formatting():
+    assert format_value(129900, FieldPolicy(type="money", currency="GBP"), pol()) == "£1,299.00"
+    assert format_value(129900, FieldPolicy(type="money", currency="EUR"), pol("de_DE")) == "1.299,00\xa0€"
+    assert format_value(1299, FieldPolicy(type="money", currency="JPY"), pol("en_US")) == "¥1,299"
+    assert format_value(date(2026, 7, 30), FieldPolicy(type="date"), pol()) == "30 July 2026"
+    assert format_value(date(2026, 7, 30), FieldPolicy(type="date"), pol("en_US")) == "July 30, 2026"
+    assert format_value(Decimal("4.2"), FieldPolicy(type="decimal", unit="kg"), pol()) == "4.2 kg"
+    ts = datetime(2026, 7, 29, 23, 40, tzinfo=timezone.utc)
+    assert "30 July 2026" in format_value(ts, FieldPolicy(type="timestamp"), pol("en_GB", "Asia/Tokyo"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_characters="{}"), max_size=30),
+       st.text(max_size=30), st.text(alphabet=st.characters(blacklist_characters="{}"), max_size=30))
+def test_substitute_inserts_values_verbatim_and_nothing_else(before, value, after):
+    out = substitute(before + "{slot}" + after, {"slot": value})
+    assert out == before + value + after
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=10**12), st.sampled_from(["GBP", "JPY", "BHD", "EUR", "USD"]),
+       st.sampled_from(["en_GB", "en_US", "de_DE", "fr_FR", "ja_JP"]))
+def test_rendered_money_parses_back_to_the_same_minor_units(minor, currency, locale):
+    from guard.compare import matches
+
+    f = FieldPolicy(type="money", currency=currency)
+    p = pol(locale)
+    assert matches(format_value(minor, f, p), minor, f, p)
+
+
+def result(status, row_id="ord_1", entity="order", field="estimated_delivery"):
+    return ClaimResult(key="eta", entity=entity, entity_id="whatever the model said", field=field, type="date",
+                       status=status, row_id=row_id)
+
+
+def test_refusal_sentences_use_labels_and_never_model_text():
+    p = demo.policy()
+    assert refusal_sentence(result(Status.UNAVAILABLE, None), p) == (
+        "I could not verify the delivery estimate for the order you asked about because the system of record "
+        "could not be reached, so I have not given one.")
+    assert refusal_sentence(result(Status.STALE), p).startswith("I could not verify the delivery estimate for "
+                                                                "order ord_1")
+    assert "whatever" not in refusal_sentence(result(Status.NOT_FOUND, None), p)
+    outside = refusal_sentence(result(Status.NOT_CHECKABLE, None, entity="secrets", field="password"), p)
+    assert "secrets" not in outside and "password" not in outside
+
+
+def test_empty_claims_refuse():
+    d = decide(load_payload({"answer_template": "Hello.", "claims": []}), [], demo.policy())
+    assert d.action is Action.REFUSE and d.message
+
+
+def test_regenerate_loop_converges_with_facts(sqlite_demo):
+    url, policy, store = sqlite_demo
+    wrong = demo.payloads()["regenerate"]
+    seen = []
+
+    def generate(feedback):
+        seen.append(feedback)
+        if feedback is None:
+            return wrong
+        fixed = copy.deepcopy(wrong)
+        for c in fixed["claims"]:
+            if c["key"] in feedback.contradicted:
+                c["value"] = feedback.facts[c["key"]]["text"]
+        return fixed
+
+    d = regenerate_loop(generate, policy, store, principal=demo.PRINCIPAL, now=demo.NOW)
+    assert d.action is Action.ANSWER
+    assert "£1,299.00" in d.text
+    assert seen[0] is None and seen[1].contradicted == ("total",)
+
+
+def test_regenerate_loop_is_bounded_and_ends_in_refuse(sqlite_demo):
+    url, policy, store = sqlite_demo
+    calls = []
+
+    def stubborn(feedback):
+        calls.append(feedback)
+        return demo.payloads()["regenerate"]
+
+    d = regenerate_loop(stubborn, policy, store, max_attempts=3, principal=demo.PRINCIPAL, now=demo.NOW)
+    assert d.action is Action.REFUSE and len(calls) == 3
+    assert d.unverified == ("total",) and "after 3 attempts" in d.message
+    with pytest.raises(GuardError):
+        regenerate_loop(stubborn, policy, store, max_attempts=0)
+
+
+def test_answer_only_when_every_claim_confirmed(sqlite_demo):
+    url, policy, store = sqlite_demo
+    p = copy.deepcopy(demo.payloads()["answer"])
+    p["claims"].append({"key": "extra", "type": "string", "entity": "customer", "entity_id": "cus_nope",
+                        "field": "name", "value": "x"})
+    d = verify(p, policy, store, principal=demo.PRINCIPAL, now=demo.NOW)
+    assert d.action is Action.REFUSE
+    assert d.unverified == ("extra",)
+    assert [w.code for w in d.warnings] == ["F108"]
