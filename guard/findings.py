@@ -43,6 +43,7 @@ CATALOGUE: dict[str, Code] = {
         Code("S201", "shape.no_match", "shape", Severity.ERROR, "sentence matches no approved shape"),
         Code("S202", "shape.slot_type", "shape", Severity.ERROR, "slot type not allowed here"),
         Code("S203", "shape.unknown_slot_type", "shape", Severity.ERROR, "slot type unknown"),
+        Code("S204", "shape.spacing", "shape", Severity.ERROR, "words not separated by exactly one space"),
         Code("T301", "freetext.comparative", "freetext", Severity.ERROR, "comparative claim in free text"),
         Code("T302", "freetext.quantity", "freetext", Severity.ERROR, "quantity in free text"),
         Code("T303", "freetext.causal", "freetext", Severity.ERROR, "causal claim in free text"),
