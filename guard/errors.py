@@ -35,7 +35,8 @@ class Problem:
         return {"code": self.code, "message": self.message, "location": self.location}
 
     def __str__(self) -> str:
-        return f"{self.location}: {self.message}" if self.location else self.message
+        text = f"{self.location}: {self.message}" if self.location else self.message
+        return f"{text} [{self.code}]"
 
 
 class GuardError(Exception):

@@ -44,7 +44,7 @@ def verify(payload: Payload | str | bytes | dict[str, Any], policy: Policy, stor
     results = check(p, policy, store, principal=principal, now=now)
     decision = decide(p, results, policy, warnings=unused_claims(p), request_id=request_id)
     if log is not None:
-        for e in claim_events(decision, domain=domain):
+        for e in claim_events(decision, domain=domain, include_values=bool(getattr(log, "include_values", False))):
             log.emit(e)
         log.emit({"event": "decision", "request_id": decision.request_id, "domain": domain,
                   "action": decision.action.value, "n_claims": len(p.claims),

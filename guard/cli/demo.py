@@ -40,7 +40,7 @@ def demo_cmd(
             body.append("model wrote\n", style="dim")
             body.append(payload["answer_template"] + "\n")
             for c in payload["claims"]:
-                body.append(f"  {c['key']} = {json.dumps(c["value"], ensure_ascii=False)}\n", style="dim")
+                body.append(f"  {c['key']} = {json.dumps(c['value'], ensure_ascii=False)}\n", style="dim")
             body.append("\nresults\n", style="dim")
             for r in d.results:
                 body.append(f"  {r.key}: {r.status.value}\n")
