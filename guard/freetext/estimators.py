@@ -1,0 +1,147 @@
+"""scikit-learn estimators: the spaCy featurizer and the multi-label linear model.
+
+Both follow the estimator contract: ``__init__`` only stores its arguments,
+learning happens in ``fit``, learned attributes end in ``_``, and they survive
+``clone``, ``Pipeline``, ``GridSearchCV`` and a joblib round-trip. The spaCy
+``Language`` is never an attribute: it is rebuilt (once per process) from
+``spacy.blank("en")`` and spacy-lookups-data when first needed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Iterable
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils.validation import check_is_fitted
+
+from guard.freetext.featurize import GROUPS, linguistics
+from guard.freetext.lexicon import default_lexicon
+
+
+class SpacyFeaturizer(TransformerMixin, BaseEstimator):
+    """Texts -> sparse binary matrix of token, n-gram and pattern features.
+
+    Parameters
+    ----------
+    groups : tuple of str or None
+        Feature groups to use (see ``guard.freetext.featurize.GROUPS``); None for all.
+    min_df : int
+        Keep features seen in at least this many training texts.
+    lexicon : dict or None
+        Lexicon data (classes, patterns, morphology); None for the one shipped with guard.
+        The lexicon used is stored in ``lexicon_`` so a fitted featurizer does not
+        change when guard's lexicon file does.
+    """
+
+    def __init__(self, groups: tuple[str, ...] | None = None, min_df: int = 2, lexicon: dict | None = None) -> None:
+        self.groups = groups
+        self.min_df = min_df
+        self.lexicon = lexicon
+
+    def _groups(self) -> frozenset[str]:
+        groups = GROUPS if self.groups is None else tuple(self.groups)
+        unknown = set(groups) - set(GROUPS)
+        if unknown:
+            raise ValueError(f"unknown feature groups {sorted(unknown)}; known: {list(GROUPS)}")
+        return frozenset(groups)
+
+    def _feature_lists(self, X: Iterable[str], lexicon: dict) -> list[list[str]]:
+        ling = linguistics(lexicon)
+        groups = self._groups()
+        texts = _as_texts(X)
+        return [ling.features(lx, groups) for lx in ling.lexes(texts)]
+
+    def fit(self, X: Iterable[str], y: Any = None) -> "SpacyFeaturizer":
+        lexicon = self.lexicon if self.lexicon is not None else default_lexicon()
+        df: Counter[str] = Counter()
+        for feats in self._feature_lists(X, lexicon):
+            df.update(set(feats))
+        kept = sorted(f for f, n in df.items() if n >= self.min_df or f == "bias")
+        self.lexicon_ = lexicon
+        self.vocabulary_ = {f: i for i, f in enumerate(kept)}
+        self.n_features_out_ = len(kept)
+        return self
+
+    def transform(self, X: Iterable[str]) -> sp.csr_matrix:
+        check_is_fitted(self, "vocabulary_")
+        vocab = self.vocabulary_
+        indptr, indices = [0], []
+        for feats in self._feature_lists(X, self.lexicon_):
+            cols = {vocab[f] for f in feats if f in vocab}
+            indices.extend(sorted(cols))
+            indptr.append(len(indices))
+        data = np.ones(len(indices), dtype=np.float64)
+        return sp.csr_matrix((data, np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)), shape=(len(indptr) - 1, self.n_features_out_))
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        check_is_fitted(self, "vocabulary_")
+        names = np.empty(self.n_features_out_, dtype=object)
+        for f, i in self.vocabulary_.items():
+            names[i] = f
+        return names
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        return tags
+
+
+class MultiLabelLogistic(ClassifierMixin, BaseEstimator):
+    """One L2 logistic regression per label over a shared feature matrix.
+
+    ``predict_proba`` returns an (n, n_labels) matrix of per-label probabilities;
+    ``predict`` applies ``thresholds`` (a float or one per label).
+    """
+
+    def __init__(self, C: float = 1.0, class_weight: str | None = "balanced", thresholds: Any = 0.5, max_iter: int = 2000) -> None:
+        self.C = C
+        self.class_weight = class_weight
+        self.thresholds = thresholds
+        self.max_iter = max_iter
+
+    def fit(self, X: Any, Y: Any) -> "MultiLabelLogistic":
+        Y = np.asarray(Y)
+        if Y.ndim == 1:
+            Y = Y.reshape(-1, 1)
+        coefs, intercepts = [], []
+        for j in range(Y.shape[1]):
+            y = Y[:, j]
+            if y.min() == y.max():
+                coefs.append(np.zeros(X.shape[1]))
+                intercepts.append(10.0 if y[0] else -10.0)
+                continue
+            lr = LogisticRegression(C=self.C, class_weight=self.class_weight, solver="liblinear", max_iter=self.max_iter)
+            lr.fit(X, y)
+            coefs.append(lr.coef_[0])
+            intercepts.append(float(lr.intercept_[0]))
+        self.coef_ = np.vstack(coefs)
+        self.intercept_ = np.asarray(intercepts)
+        self.n_labels_ = Y.shape[1]
+        self.classes_ = np.arange(self.n_labels_)
+        return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        return np.asarray(X @ self.coef_.T) + self.intercept_
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-self.decision_function(X)))
+
+    def predict(self, X: Any) -> np.ndarray:
+        thr = np.broadcast_to(np.asarray(self.thresholds, dtype=float), (self.n_labels_,))
+        return (self.predict_proba(X) >= thr).astype(np.int8)
+
+
+def _as_texts(X: Iterable[str]) -> list[str]:
+    if isinstance(X, str):
+        raise ValueError("expected a sequence of texts, got a single string")
+    texts = list(np.asarray(X, dtype=object).ravel()) if isinstance(X, np.ndarray) else list(X)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise ValueError(f"text {i} is {type(t).__name__}, not str")
+    return texts

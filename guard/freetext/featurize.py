@@ -1,0 +1,274 @@
+"""Token features for the free-text classifier, computed with spaCy's blank English tokenizer.
+
+Speed comes from working per *lexeme*: everything about a word (lower form,
+lookup lemma, shape, suffix, classes, morphology, matcher keys) is computed once
+per vocabulary entry and cached; a sentence then costs one tokenizer call, a
+list of cache hits, string joins for the n-grams and the fast matcher.
+
+This module imports spaCy lazily and never scikit-learn, so a shipped model
+loads without it. The spaCy ``Language`` lives in a per-process cache and is
+never pickled.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any, Iterable, Sequence
+
+from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
+
+#: Stand-in for a ``{slot}``: a private-use character the tokenizer keeps as one token.
+SLOT_CHAR = "\ue000"
+_SLOT_RE = re.compile(r"\{[^{}\n]{0,200}\}")
+
+
+def mask_slots(text: str) -> str:
+    """Replace every ``{slot}`` by SLOT_CHAR plus spaces, keeping character offsets.
+
+    Slot values are verified elsewhere, and slot names ("{days_late}") must not
+    count as evidence, so the classifier sees only that a slot is there.
+    """
+    if SLOT_CHAR in text:
+        text = text.replace(SLOT_CHAR, " ")
+    if "{" not in text:
+        return text
+    return _SLOT_RE.sub(lambda m: SLOT_CHAR + " " * (len(m.group()) - 1), text)
+
+
+class Lex:
+    """What the featurizer knows about one vocabulary entry."""
+
+    __slots__ = ("text", "lower", "lemma", "abs", "uni", "keys", "space", "punct", "slot")
+
+    def __init__(self, text, lower, lemma, abs_, uni, keys, space, punct, slot):
+        self.text, self.lower, self.lemma, self.abs = text, lower, lemma, abs_
+        self.uni, self.keys, self.space, self.punct, self.slot = uni, keys, space, punct, slot
+
+
+#: Feature groups a featurizer can switch on or off.
+GROUPS = ("words", "lemmas", "classes", "shape", "suffix", "bigrams", "trigrams", "patterns")
+
+
+class Linguistics:
+    """spaCy tokenizer + lookup lemmas + lexicon, with per-lexeme caches.
+
+    One instance per (lexicon, process); get it with :func:`linguistics`.
+    """
+
+    def __init__(self, lexicon: Lexicon, matcher: FastMatcher, morphology: dict[str, list[str]]) -> None:
+        import spacy
+        from spacy.lookups import load_lookups
+
+        self.lexicon = lexicon
+        self.matcher = matcher
+        self.nlp = spacy.blank("en")
+        self.vocab = self.nlp.vocab
+        self.strings = self.vocab.strings
+        self.tokenizer = self.nlp.tokenizer
+        self.lemmas = load_lookups("en", ["lemma_lookup"]).get_table("lemma_lookup")
+        self.cmp_forms = frozenset(morphology.get("comparative", ()))
+        self.sup_forms = frozenset(morphology.get("superlative", ()))
+        self.not_cmp = frozenset(morphology.get("not_comparative", ()))
+        self.not_sup = frozenset(morphology.get("not_superlative", ()))
+        self.word_classes: dict[str, tuple[str, ...]] = {}
+        for name, words in lexicon.classes.items():
+            for w in words:
+                self.word_classes[w] = self.word_classes.get(w, ()) + (name,)
+        self.cache: dict[int, Lex] = {}
+        self._lock = threading.Lock()
+        self._spacy_matcher = None
+
+    # -- lexemes --------------------------------------------------------------------
+
+    def lemma(self, lower: str) -> str:
+        found = self.lemmas.get(lower)
+        return found.lower() if isinstance(found, str) else lower
+
+    def lex(self, orth: int) -> Lex:
+        hit = self.cache.get(orth)
+        if hit is None:
+            hit = self.cache[orth] = self._make_lex(orth)
+        return hit
+
+    def _make_lex(self, orth: int) -> Lex:
+        text = self.strings[orth]
+        if not text.strip():
+            return Lex(text, text, text, text, (), frozenset(), True, False, False)
+        vlex = self.vocab[orth]
+        lower = text.lower()
+        slot = SLOT_CHAR in text
+        if slot:
+            lower = lemma = abs_ = "#SLOT"
+            keys = frozenset(["guard_slot", "w=#slot", "l=#slot"])
+            return Lex(text, lower, lemma, abs_, ("slot",), keys, False, False, True)
+        lemma = self.lemma(lower)
+        classes: tuple[str, ...] = self.word_classes.get(lower, ())
+        if lemma != lower:
+            classes += tuple(c for c in self.word_classes.get(lemma, ()) if c not in classes)
+        keys = {f"w={lower}", f"l={lemma}"}
+        like_num = bool(vlex.like_num)
+        for flag, on in (("LIKE_NUM", like_num), ("IS_ALPHA", vlex.is_alpha), ("IS_DIGIT", vlex.is_digit), ("IS_PUNCT", vlex.is_punct)):
+            if on:
+                keys.add(flag)
+        morph = []
+        if self._is_cmp(lower, lemma):
+            keys.add("guard_cmp")
+            morph.append("m=cmp")
+        if self._is_sup(lower, lemma):
+            keys.add("guard_sup")
+            morph.append("m=sup")
+        if lemma != lower and lower in (lemma + "s", lemma + "es", lemma[:-1] + "ies"):
+            keys.add("guard_plural")
+            morph.append("m=pl")
+        if like_num:
+            abs_ = "#NUM"
+        else:
+            abs_ = next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
+        uni = [f"w={lower}"]
+        if lemma != lower:
+            uni.append(f"l={lemma}")
+        uni.extend(f"c={c}" for c in classes)
+        if not vlex.is_alpha:
+            uni.append(f"s={vlex.shape_}")
+        elif len(lower) > 4:
+            uni.append(f"x={lower[-3:]}")
+        if like_num:
+            uni.append("num")
+        uni.extend(morph)
+        return Lex(text, lower, lemma, abs_, tuple(uni), frozenset(keys), False, bool(vlex.is_punct), False)
+
+    def _is_cmp(self, lower: str, lemma: str) -> bool:
+        if lower in self.cmp_forms:
+            return True
+        if lemma == lower or lower in self.not_cmp or not lower.endswith("er") or len(lemma) < 2:
+            return False
+        return lower in (lemma + "er", lemma + "r", lemma[:-1] + "ier", lemma + lemma[-1] + "er")
+
+    def _is_sup(self, lower: str, lemma: str) -> bool:
+        if lower in self.sup_forms:
+            return True
+        if lemma == lower or lower in self.not_sup or not lower.endswith("st") or len(lemma) < 2:
+            return False
+        return lower in (lemma + "est", lemma + "st", lemma[:-1] + "iest", lemma + lemma[-1] + "est")
+
+    # -- documents ------------------------------------------------------------------
+
+    def lexes(self, texts: Iterable[str]) -> Iterable[list[Lex]]:
+        """Non-space lexemes of each (slot-masked) text."""
+        from spacy.attrs import ORTH
+
+        lex = self.lex
+        for doc in self.tokenizer.pipe(mask_slots(t) for t in texts):
+            out = [lex(o) for o in doc.to_array(ORTH).tolist()]
+            yield [x for x in out if not x.space]
+
+    def tokens(self, text: str) -> list[tuple[Lex, int, int]]:
+        """Non-space lexemes of one text with their character offsets in the original text."""
+        doc = self.tokenizer(mask_slots(text))
+        out = []
+        for t in doc:
+            x = self.lex(t.orth)
+            if not x.space:
+                out.append((x, t.idx, t.idx + len(t.text)))
+        return out
+
+    def features(self, lexes: Sequence[Lex], groups: frozenset[str]) -> list[str]:
+        """Feature strings of one sentence."""
+        feats = ["bias"]
+        words, lemmas, classes = "words" in groups, "lemmas" in groups, "classes" in groups
+        shape, suffix = "shape" in groups, "suffix" in groups
+        full = words and lemmas and classes and shape and suffix
+        for x in lexes:
+            if full:
+                feats.extend(x.uni)
+            else:
+                feats.extend(f for f in x.uni if _group_on(f, words, lemmas, classes, shape, suffix))
+        if "bigrams" in groups:
+            prev_l, prev_a = "<s>", "<s>"
+            for x in lexes:
+                feats.append(f"b={prev_l} {x.lemma}")
+                if prev_a != prev_l or x.abs != x.lemma:
+                    feats.append(f"a={prev_a} {x.abs}")
+                prev_l, prev_a = x.lemma, x.abs
+            feats.append(f"b={prev_l} </s>")
+        if "trigrams" in groups and len(lexes) > 2:
+            a = [x.abs for x in lexes]
+            feats.extend(f"t={a[i]} {a[i + 1]} {a[i + 2]}" for i in range(len(a) - 2))
+        if "patterns" in groups:
+            feats.extend(f"p={name}" for name, _, _ in self.matcher.find([x.keys for x in lexes]))
+        return feats
+
+    def located_features(self, text: str, groups: frozenset[str]) -> list[tuple[str, int, int]]:
+        """Feature strings of one text with the character span of the words behind each."""
+        toks = self.tokens(text)
+        lexes = [t[0] for t in toks]
+        out: list[tuple[str, int, int]] = [("bias", 0, 0)]
+        uni_groups = [g for g in ("words", "lemmas", "classes", "shape", "suffix") if g in groups]
+        for x, s, e in toks:
+            for f in x.uni:
+                if _group_on(f, *(g in uni_groups for g in ("words", "lemmas", "classes", "shape", "suffix"))):
+                    out.append((f, s, e))
+        if "bigrams" in groups:
+            prev = ("<s>", "<s>", None)
+            for x, s, e in toks:
+                start = prev[2] if prev[2] is not None else s
+                out.append((f"b={prev[0]} {x.lemma}", start, e))
+                if prev[1] != prev[0] or x.abs != x.lemma:
+                    out.append((f"a={prev[1]} {x.abs}", start, e))
+                prev = (x.lemma, x.abs, s)
+            if toks:
+                out.append((f"b={prev[0]} </s>", toks[-1][1], toks[-1][2]))
+        if "trigrams" in groups:
+            for i in range(len(toks) - 2):
+                out.append((f"t={toks[i][0].abs} {toks[i + 1][0].abs} {toks[i + 2][0].abs}", toks[i][1], toks[i + 2][2]))
+        if "patterns" in groups:
+            for name, i, j in self.matcher.find([x.keys for x in lexes]):
+                out.append((f"p={name}", toks[i][1], toks[j - 1][2]))
+        return out
+
+    # -- the spaCy Matcher (explanations, cross-checks) -------------------------------
+
+    def spacy_matches(self, text: str) -> list[tuple[str, int, int]]:
+        """Matches of the lexicon patterns found by spaCy's own Matcher, over non-space tokens."""
+        with self._lock:
+            if self._spacy_matcher is None:
+                register_extensions(lambda t: self.lex(t.orth))
+                self._spacy_matcher = spacy_matcher(self.vocab, self.lexicon.patterns)
+        from spacy.tokens import Doc
+
+        toks = self.tokens(text)
+        doc = Doc(self.vocab, words=[x.text for x, _, _ in toks], spaces=[False] * len(toks))
+        found = {(self.strings[mid], s, e) for mid, s, e in self._spacy_matcher(doc)}
+        return sorted(found, key=lambda m: (m[1], m[2], m[0]))
+
+
+def _group_on(f: str, words: bool, lemmas: bool, classes: bool, shape: bool, suffix: bool) -> bool:
+    p = f[:2]
+    if p == "w=":
+        return words
+    if p == "l=":
+        return lemmas
+    if p == "c=":
+        return classes
+    if p == "s=":
+        return shape
+    if p == "x=":
+        return suffix
+    return True
+
+
+_CACHE: dict[str, Linguistics] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def linguistics(lexicon_data: dict[str, Any]) -> Linguistics:
+    """The process-wide Linguistics for this lexicon (built on first use)."""
+    lexicon, matcher = compile_lexicon(lexicon_data)
+    hit = _CACHE.get(lexicon.sha256)
+    if hit is None:
+        with _CACHE_LOCK:
+            hit = _CACHE.get(lexicon.sha256)
+            if hit is None:
+                hit = _CACHE[lexicon.sha256] = Linguistics(lexicon, matcher, lexicon_data.get("morphology", {}))
+    return hit

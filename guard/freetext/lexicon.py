@@ -1,0 +1,243 @@
+"""The lexicon (word classes, Matcher patterns, keyword rules) and its two matchers.
+
+The patterns are written once, in spaCy's Matcher format, in ``lexicon.yaml``.
+:func:`spacy_matcher` builds a real ``spacy.matcher.Matcher`` from them (used to
+explain and to cross-check); :class:`FastMatcher` compiles the same patterns
+into set-membership tests over per-lexeme keys, because the Matcher plus a
+lemmatizer component runs at about a tenth of the tokenizer's speed. The test
+suite checks that both matchers return the same matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Iterable, Sequence
+
+import yaml
+
+from guard.errors import ModelError
+
+#: Attribute names a pattern may use, mapped to the key prefix of FastMatcher.
+NATIVE_ATTRS = {"LOWER", "LIKE_NUM", "IS_ALPHA", "IS_DIGIT", "IS_PUNCT"}
+CUSTOM_ATTRS = {"guard_lemma", "guard_cmp", "guard_sup", "guard_slot", "guard_plural"}
+FLAG_ATTRS = {"LIKE_NUM", "IS_ALPHA", "IS_DIGIT", "IS_PUNCT", "guard_cmp", "guard_sup", "guard_slot", "guard_plural"}
+VALUE_ATTRS = {"LOWER": "w", "guard_lemma": "l"}
+
+
+def default_lexicon() -> dict[str, Any]:
+    """The lexicon shipped with guard, as plain data."""
+    text = (resources.files("guard.freetext") / "lexicon.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def lexicon_sha256(lexicon: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(lexicon, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """Validated lexicon: classes as frozensets and patterns with classes expanded."""
+
+    classes: dict[str, frozenset[str]]
+    abstraction: tuple[str, ...]
+    patterns: dict[str, list[list[dict[str, Any]]]]
+    keywords: dict[str, str]
+    sha256: str
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> "Lexicon":
+        try:
+            classes = {k: frozenset(str(w).lower() for w in v) for k, v in data["classes"].items()}
+            abstraction = tuple(data.get("abstraction", ()))
+            patterns = {
+                name: [[_expand_token(tok, classes) for tok in pat] for pat in pats]
+                for name, pats in data["patterns"].items()
+            }
+            keywords = dict(data.get("keywords", {}))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ModelError(f"lexicon is malformed: {exc!r}") from None
+        unknown = [a for a in abstraction if a not in classes]
+        if unknown:
+            raise ModelError(f"lexicon abstraction names unknown classes: {unknown}")
+        return cls(classes, abstraction, patterns, keywords, lexicon_sha256(data))
+
+
+def _expand_token(tok: dict[str, Any], classes: dict[str, frozenset[str]]) -> dict[str, Any]:
+    """Replace "@CLASS" references by the class's words; reject attributes FastMatcher lacks."""
+    out: dict[str, Any] = {}
+    for key, value in tok.items():
+        if key == "_":
+            out["_"] = {k: _expand_value(v, classes) for k, v in value.items()}
+            bad = set(value) - CUSTOM_ATTRS
+        elif key == "OP":
+            if value != "?":
+                raise ModelError(f"lexicon pattern uses OP {value!r}; only '?' is supported")
+            out[key] = value
+            bad = set()
+        else:
+            out[key] = _expand_value(value, classes)
+            bad = {key} - NATIVE_ATTRS
+        if bad:
+            raise ModelError(f"lexicon pattern uses unsupported attribute(s) {sorted(bad)}")
+    return out
+
+
+def _expand_value(value: Any, classes: dict[str, frozenset[str]]) -> Any:
+    if isinstance(value, dict):
+        return {op: _expand_list(v, classes) for op, v in value.items()}
+    return value
+
+
+def _expand_list(v: Any, classes: dict[str, frozenset[str]]) -> list[str]:
+    if isinstance(v, str) and v.startswith("@"):
+        if v[1:] not in classes:
+            raise ModelError(f"lexicon pattern refers to unknown class {v}")
+        return sorted(classes[v[1:]])
+    return [str(x).lower() for x in v]
+
+
+# --- the fast matcher -------------------------------------------------------------
+
+
+def _token_conditions(tok: dict[str, Any]) -> tuple[tuple[bool, frozenset[str]], ...]:
+    """A token spec as (must_intersect, keys) pairs over FastMatcher keys."""
+    conds: list[tuple[bool, frozenset[str]]] = []
+    items = [(k, v) for k, v in tok.items() if k not in ("_", "OP")] + list(tok.get("_", {}).items())
+    for attr, value in items:
+        if attr in FLAG_ATTRS:
+            conds.append((bool(value), frozenset([attr])))
+            continue
+        prefix = VALUE_ATTRS[attr]
+        if isinstance(value, dict):
+            for op, words in value.items():
+                keys = frozenset(f"{prefix}={w}" for w in words)
+                if op == "IN":
+                    conds.append((True, keys))
+                elif op == "NOT_IN":
+                    conds.append((False, keys))
+                else:
+                    raise ModelError(f"lexicon pattern uses unsupported operator {op!r}")
+        else:
+            conds.append((True, frozenset([f"{prefix}={str(value).lower()}"])))
+    return tuple(conds)
+
+
+def _variants(pattern: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
+    optional = [i for i, t in enumerate(pattern) if t.get("OP") == "?"]
+    for keep in itertools.product((True, False), repeat=len(optional)):
+        drop = {i for i, k in zip(optional, keep) if not k}
+        variant = [t for i, t in enumerate(pattern) if i not in drop]
+        if variant:
+            yield variant
+
+
+class FastMatcher:
+    """All (name, start, end) matches of the lexicon's patterns over lexeme key sets.
+
+    Each pattern is expanded into its fixed-length variants; variants are indexed
+    by the keys their first token requires, so a token only tries the variants
+    that can start on it.
+    """
+
+    def __init__(self, patterns: dict[str, list[list[dict[str, Any]]]]) -> None:
+        self.by_key: dict[str, list[tuple[str, tuple]]] = {}
+        self.anywhere: list[tuple[str, tuple]] = []
+        seen: set[tuple] = set()
+        for name, pats in patterns.items():
+            for pat in pats:
+                for variant in _variants(pat):
+                    conds = tuple(_token_conditions(t) for t in variant)
+                    if (name, conds) in seen:
+                        continue
+                    seen.add((name, conds))
+                    first_in = [keys for must, keys in conds[0] if must]
+                    if first_in:
+                        smallest = min(first_in, key=len)
+                        for key in smallest:
+                            self.by_key.setdefault(key, []).append((name, conds))
+                    else:
+                        self.anywhere.append((name, conds))
+
+    def find(self, keysets: Sequence[frozenset[str]]) -> list[tuple[str, int, int]]:
+        n = len(keysets)
+        out: list[tuple[str, int, int]] = []
+        by_key = self.by_key
+        for i, keys in enumerate(keysets):
+            cands = list(self.anywhere)
+            for k in keys:
+                hit = by_key.get(k)
+                if hit:
+                    cands.extend(hit)
+            for name, conds in cands:
+                end = i + len(conds)
+                if end > n:
+                    continue
+                for j, tok in enumerate(conds):
+                    ks = keysets[i + j]
+                    if not all((not ks.isdisjoint(s)) == must for must, s in tok):
+                        break
+                else:
+                    out.append((name, i, end))
+        return sorted(set(out), key=lambda m: (m[1], m[2], m[0]))
+
+
+# --- the spaCy Matcher ------------------------------------------------------------
+
+
+def register_extensions(lexeme_of) -> None:
+    """Register the ``guard_*`` Token extensions the patterns use (idempotent).
+
+    ``lexeme_of(token)`` returns the featurizer's cached lexeme record, so the
+    Matcher sees exactly the values the fast matcher sees.
+    """
+    from spacy.tokens import Token
+
+    getters = {
+        "guard_lemma": lambda t: lexeme_of(t).lemma,
+        "guard_cmp": lambda t: "guard_cmp" in lexeme_of(t).keys,
+        "guard_sup": lambda t: "guard_sup" in lexeme_of(t).keys,
+        "guard_slot": lambda t: "guard_slot" in lexeme_of(t).keys,
+        "guard_plural": lambda t: "guard_plural" in lexeme_of(t).keys,
+    }
+    for name, getter in getters.items():
+        Token.set_extension(name, getter=getter, force=True)
+
+
+def spacy_matcher(vocab, patterns: dict[str, list[list[dict[str, Any]]]]):
+    """A ``spacy.matcher.Matcher`` holding the lexicon's patterns."""
+    from spacy.matcher import Matcher
+
+    matcher = Matcher(vocab)
+    for name, pats in patterns.items():
+        matcher.add(name, [_spacy_pattern(p) for p in pats])
+    return matcher
+
+
+def _spacy_pattern(pattern: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for tok in pattern:
+        spec = {}
+        for key, value in tok.items():
+            if key == "LOWER" and isinstance(value, dict):
+                spec[key] = {op: list(v) for op, v in value.items()}
+            else:
+                spec[key] = value
+        out.append(spec)
+    return out
+
+
+@lru_cache(maxsize=8)
+def _compiled(sha: str, data_json: str) -> tuple[Lexicon, FastMatcher]:
+    lex = Lexicon.from_data(json.loads(data_json))
+    return lex, FastMatcher(lex.patterns)
+
+
+def compile_lexicon(data: dict[str, Any]) -> tuple[Lexicon, FastMatcher]:
+    """Validated lexicon and its fast matcher, cached per content."""
+    blob = json.dumps(data, sort_keys=True)
+    return _compiled(hashlib.sha256(blob.encode()).hexdigest(), blob)

@@ -1,0 +1,317 @@
+"""The shipped free-text classifier: a compact linear model over spaCy features.
+
+Training uses scikit-learn (:mod:`guard.freetext.estimators`); what ships is
+this plain object holding the fitted vocabulary, one weight column per label,
+per-label thresholds and the lexicon, so loading and predicting import neither
+scikit-learn nor scipy. Beside each ``<name>.joblib`` lies ``<name>.json``, the
+model card; :func:`load` refuses a model whose card does not match the file,
+the installed libraries or the labels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from guard.errors import ModelError
+from guard.freetext.featurize import GROUPS, linguistics
+
+FORMAT_VERSION = 1
+#: Libraries whose version must match the card: name -> how many version parts must agree.
+CHECKED_LIBRARIES = {"scikit-learn": 2, "spacy": 2, "spacy-lookups-data": 2, "numpy": 1}
+RECORDED_LIBRARIES = ("scikit-learn", "spacy", "spacy-lookups-data", "numpy", "scipy", "joblib")
+
+
+@dataclass(frozen=True)
+class Span:
+    """Characters ``text[start:end]`` that triggered a label."""
+
+    start: int
+    end: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "end": self.end, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Labels, per-label probabilities and evidence spans for one text."""
+
+    text: str
+    labels: tuple[str, ...]
+    scores: dict[str, float]
+    spans: dict[str, list[Span]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "labels": list(self.labels),
+            "scores": {k: round(v, 4) for k, v in self.scores.items()},
+            "spans": {k: [s.to_dict() for s in v] for k, v in self.spans.items()},
+        }
+
+
+class FreeTextClassifier:
+    """Multi-label classifier of free text: ``predict(texts)`` -> list of :class:`Prediction`.
+
+    >>> clf = load()                                          # doctest: +SKIP
+    >>> clf.predict(["It arrives faster than usual."])[0].labels  # doctest: +SKIP
+    ('comparative',)
+    """
+
+    def __init__(self, labels: Sequence[str], thresholds: Sequence[float], vocabulary: dict[str, int],
+                 weights: np.ndarray, intercept: np.ndarray, groups: Sequence[str], lexicon: dict[str, Any]) -> None:
+        self.labels = tuple(labels)
+        self.thresholds = np.asarray(thresholds, dtype=np.float64)
+        self.vocabulary = dict(vocabulary)
+        self.weights = np.asarray(weights, dtype=np.float32)
+        self.intercept = np.asarray(intercept, dtype=np.float64)
+        self.groups = tuple(groups)
+        self.lexicon = lexicon
+        self.format_version = FORMAT_VERSION
+        if self.weights.shape != (len(self.vocabulary), len(self.labels)):
+            raise ModelError(f"weights have shape {self.weights.shape}, expected {(len(self.vocabulary), len(self.labels))}")
+        if "bias" not in self.vocabulary:
+            raise ModelError("vocabulary lacks the 'bias' feature")
+
+    @classmethod
+    def from_estimators(cls, featurizer: Any, model: Any, labels: Sequence[str], thresholds: Sequence[float]) -> "FreeTextClassifier":
+        """Compile a fitted SpacyFeaturizer + MultiLabelLogistic into the shipped form."""
+        groups = GROUPS if featurizer.groups is None else tuple(featurizer.groups)
+        return cls(labels, thresholds, featurizer.vocabulary_, model.coef_.T, model.intercept_, groups, featurizer.lexicon_)
+
+    # -- pickling: never the spaCy objects or caches ------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    # -- prediction -----------------------------------------------------------------
+
+    @property
+    def _linguistics(self):
+        ling = self.__dict__.get("_ling")
+        if ling is None:
+            ling = self.__dict__["_ling"] = linguistics(self.lexicon)
+            self.__dict__["_groups"] = frozenset(self.groups)
+            self.__dict__["_bias"] = self.vocabulary["bias"]
+        return ling
+
+    def decision_function(self, texts: Iterable[str]) -> np.ndarray:
+        """Per-label log-odds, shape (n, n_labels)."""
+        texts = _check_texts(texts)
+        if not texts:
+            return np.zeros((0, len(self.labels)))
+        ling = self._linguistics
+        groups, vocab, get = self._groups, self.vocabulary, self.vocabulary.get
+        indices: list[int] = []
+        starts: list[int] = []
+        for lexes in ling.lexes(texts):
+            starts.append(len(indices))
+            cols = {get(f, -1) for f in ling.features(lexes, groups)}
+            cols.discard(-1)
+            indices.extend(cols)
+        contrib = self.weights[np.asarray(indices, dtype=np.int64)]
+        return np.add.reduceat(contrib, np.asarray(starts, dtype=np.int64), axis=0, dtype=np.float64) + self.intercept
+
+    def predict_proba(self, texts: Iterable[str]) -> np.ndarray:
+        """Per-label probabilities, shape (n, n_labels)."""
+        return 1.0 / (1.0 + np.exp(-self.decision_function(texts)))
+
+    def predict(self, texts: Iterable[str] | str, *, spans: bool = True) -> list[Prediction]:
+        """One :class:`Prediction` per text (a single string counts as one text)."""
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = _check_texts(texts)
+        probs = self.predict_proba(texts)
+        hits = probs >= self.thresholds
+        out = []
+        for i, text in enumerate(texts):
+            labels = tuple(lab for j, lab in enumerate(self.labels) if hits[i, j])
+            scores = {lab: float(probs[i, j]) for j, lab in enumerate(self.labels)}
+            ev = self.evidence(text, labels) if spans and labels else {}
+            out.append(Prediction(text, labels, scores, ev))
+        return out
+
+    def evidence(self, text: str, labels: Iterable[str] | None = None, *, top: int = 3) -> dict[str, list[Span]]:
+        """Which words pushed each label up: the strongest located features, merged into spans."""
+        located = self._located(text)
+        out: dict[str, list[Span]] = {}
+        for lab in self.labels if labels is None else labels:
+            j = self.labels.index(lab)
+            cand = sorted(((w[j], s, e) for _, w, s, e in located if w[j] > 0 and e > s), reverse=True)
+            if not cand:
+                out[lab] = []
+                continue
+            floor = 0.4 * cand[0][0]
+            chosen = sorted((s, e) for w, s, e in cand[:top] if w >= floor)
+            merged: list[list[int]] = []
+            for s, e in chosen:
+                if merged and s <= merged[-1][1] + 1:
+                    merged[-1][1] = max(merged[-1][1], e)
+                else:
+                    merged.append([s, e])
+            out[lab] = [Span(s, e, text[s:e]) for s, e in merged]
+        return out
+
+    def explain(self, text: str) -> list[tuple[str, str, dict[str, float]]]:
+        """Every known feature of a text with the words behind it and its weight per label."""
+        return [(f, text[s:e], {lab: float(w[j]) for j, lab in enumerate(self.labels)}) for f, w, s, e in self._located(text)]
+
+    def _located(self, text: str) -> list[tuple[str, np.ndarray, int, int]]:
+        ling = self._linguistics
+        seen: set[tuple[str, int, int]] = set()
+        out = []
+        for f, s, e in ling.located_features(text, self._groups):
+            col = self.vocabulary.get(f)
+            if col is None or (f, s, e) in seen:
+                continue
+            seen.add((f, s, e))
+            out.append((f, self.weights[col], s, e))
+        return out
+
+
+def _check_texts(texts: Iterable[str]) -> list[str]:
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise ModelError(f"predict expects a list of strings, got {type(texts).__name__}") from None
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise ModelError(f"predict expects strings; item {i} is {type(t).__name__}")
+    return texts
+
+
+# --- files and the model card -------------------------------------------------------
+
+
+def default_model_path() -> Path:
+    from guard._resources import data_path
+
+    return data_path("models") / "freetext.joblib"
+
+
+def card_path(model_path: str | Path) -> Path:
+    return Path(model_path).with_suffix(".json")
+
+
+def library_versions() -> dict[str, str]:
+    out = {}
+    for name in RECORDED_LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def save(clf: FreeTextClassifier, path: str | Path, card: dict[str, Any]) -> dict[str, Any]:
+    """Write the model and its card (labels, thresholds, versions, file hash added here)."""
+    import joblib
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    joblib.dump(clf, path, compress=3)
+    full = dict(card)
+    full.update({
+        "name": path.stem,
+        "format_version": FORMAT_VERSION,
+        "labels": list(clf.labels),
+        "thresholds": {lab: round(float(t), 4) for lab, t in zip(clf.labels, clf.thresholds)},
+        "libraries": library_versions(),
+        "n_features": len(clf.vocabulary),
+        "feature_groups": list(clf.groups),
+        "model_file": {"name": path.name, "sha256": file_sha256(path), "bytes": path.stat().st_size},
+    })
+    card_path(path).write_text(json.dumps(full, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return full
+
+
+def read_card(path: str | Path) -> dict[str, Any]:
+    cp = card_path(path)
+    if not cp.is_file():
+        raise ModelError(f"model card {cp} is missing; a model is only loaded beside its card", location=str(cp))
+    try:
+        card = json.loads(cp.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"model card {cp} is unreadable: {exc}", location=str(cp)) from None
+    if not isinstance(card, dict):
+        raise ModelError(f"model card {cp} is not a JSON object", location=str(cp))
+    return card
+
+
+def check_card(card: dict[str, Any], path: str | Path, *, installed: dict[str, str] | None = None) -> None:
+    """Raise ModelError when the card does not fit this installation or this file."""
+    cp = str(card_path(path))
+    problems = []
+    if card.get("format_version") != FORMAT_VERSION:
+        problems.append(f"format_version is {card.get('format_version')!r}, this guard reads {FORMAT_VERSION}")
+    if card.get("labels") != list(_labels()):
+        problems.append(f"labels are {card.get('labels')!r}, this guard expects {list(_labels())}")
+    installed = installed or library_versions()
+    recorded = card.get("libraries") or {}
+    for lib, parts in CHECKED_LIBRARIES.items():
+        want, have = recorded.get(lib), installed.get(lib)
+        if want is None:
+            problems.append(f"the card does not record the {lib} version")
+        elif _release(want, parts) != _release(have, parts):
+            problems.append(f"trained with {lib} {want}, installed is {have} (the first {parts} version part(s) must match; retrain with `guard train`)")
+    mf = card.get("model_file") or {}
+    if mf.get("sha256") and Path(path).is_file() and file_sha256(path) != mf["sha256"]:
+        problems.append(f"{Path(path).name} does not match the sha256 in its card (file replaced or corrupt)")
+    if problems:
+        raise ModelError(f"model {path} does not match its card {cp}: " + "; ".join(problems), location=cp)
+
+
+def _labels() -> tuple[str, ...]:
+    from guard.freetext.corpus import LABELS
+
+    return LABELS
+
+
+def _release(version: str | None, parts: int) -> tuple[str, ...]:
+    if not version:
+        return ()
+    return tuple(re.split(r"[.+]", version)[:parts])
+
+
+def load(path: str | Path | None = None) -> FreeTextClassifier:
+    """Load a classifier after checking its model card (default: the model shipped with guard)."""
+    path = Path(path) if path is not None else default_model_path()
+    if not path.is_file():
+        raise ModelError(f"model file {path} not found; train one with `guard train`", location=str(path))
+    card = read_card(path)
+    check_card(card, path)
+    import joblib
+
+    try:
+        clf = joblib.load(path)
+    except Exception as exc:  # joblib/pickle raise many types for a corrupt file
+        raise ModelError(f"model file {path} cannot be read: {type(exc).__name__}: {exc}", location=str(path)) from None
+    if not isinstance(clf, FreeTextClassifier):
+        raise ModelError(f"{path} holds a {type(clf).__name__}, not a FreeTextClassifier", location=str(path))
+    if list(clf.labels) != card["labels"]:
+        raise ModelError(f"{path} predicts labels {list(clf.labels)} but its card says {card['labels']}", location=str(path))
+    thr = card.get("thresholds", {})
+    if any(abs(float(thr.get(lab, -1)) - float(t)) > 1e-3 for lab, t in zip(clf.labels, clf.thresholds)):
+        raise ModelError(f"{path} thresholds differ from its card", location=str(path))
+    clf.card = card
+    return clf
