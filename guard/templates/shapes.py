@@ -1,0 +1,214 @@
+"""Shapes as finite sets of token sequences: factoring, readable text and nearness.
+
+A shape's variants are factored into a small tree (sequence, alternation,
+option, token) that renders as readable text for authors and as regular
+expressions or Lark rules for decoding engines; the same tree serves all three
+so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence, Union
+
+from guard.templates.library import Grammar, Shape, Sym
+
+Node = Union["Tok", "Seq", "Alt", "Opt"]
+
+
+@dataclass(frozen=True)
+class Tok:
+    sym: Sym
+    first: bool = False
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    options: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Opt:
+    body: Node
+
+
+Marked = tuple[tuple[Sym, bool], ...]
+
+
+def mark(variants: Iterable[Sequence[Sym]], first: bool = False) -> list[Marked]:
+    """Pair each token with whether it opens the sentence (and so takes no leading space)."""
+    return [tuple((s, first and i == 0) for i, s in enumerate(v)) for v in variants]
+
+
+def factor(seqs: Iterable[Marked]) -> Node:
+    """A tree accepting exactly ``seqs``, sharing common prefixes and suffixes."""
+    uniq = list(dict.fromkeys(seqs))
+    if not uniq:
+        raise ValueError("no sequences to factor")
+    rest = [s for s in uniq if s]
+    if len(rest) < len(uniq):
+        return Seq(()) if not rest else Opt(factor(rest))
+    if len(rest) == 1:
+        return Seq(tuple(Tok(s, f) for s, f in rest[0]))
+    p = _common_prefix(rest)
+    rem = [s[p:] for s in rest]
+    q = _common_suffix(rem)
+    if p or q:
+        mid = [s[:len(s) - q] for s in rem]
+        head = tuple(Tok(s, f) for s, f in rest[0][:p])
+        tail = tuple(Tok(s, f) for s, f in rest[0][len(rest[0]) - q:]) if q else ()
+        return _seq(head + (factor(mid),) + tail)
+    prod = _product(rest)
+    if prod is not None:
+        return prod
+    groups: dict[tuple[Sym, bool], list[Marked]] = {}
+    for s in rest:
+        groups.setdefault(s[0], []).append(s)
+    return Alt(tuple(factor(g) for g in groups.values()))
+
+
+def _product(rest: list[Marked]) -> Node | None:
+    """``(a | b) (c | d)`` when the set is every head with every tail, split at a shared token or before the last."""
+    common = set(rest[0]).intersection(*rest[1:])
+    splits: list[Callable[[Marked], int]] = [
+        (lambda s, p=pivot: s.index(p)) for pivot in rest[0] if pivot in common  # type: ignore[misc]
+    ]
+    splits.append(lambda s: len(s) - 1)
+    for at in splits:
+        heads = list(dict.fromkeys(s[:at(s)] for s in rest))
+        tails = list(dict.fromkeys(s[at(s):] for s in rest))
+        if len(heads) > 1 and len(tails) > 1 and len(heads) * len(tails) == len(rest):
+            return _seq((factor(heads), factor(tails)))
+    return None
+
+
+def _seq(items: tuple[Node, ...]) -> Node:
+    flat: list[Node] = []
+    for it in items:
+        flat.extend(it.items if isinstance(it, Seq) else (it,))
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def _common_prefix(seqs: list[Marked]) -> int:
+    n = min(len(s) for s in seqs)
+    i = 0
+    while i < n and all(s[i] == seqs[0][i] for s in seqs):
+        i += 1
+    return i
+
+
+def _common_suffix(seqs: list[Marked]) -> int:
+    n = min(len(s) for s in seqs)
+    i = 0
+    while i < n and all(s[len(s) - 1 - i] == seqs[0][len(seqs[0]) - 1 - i] for s in seqs):
+        i += 1
+    return i
+
+
+def sym_text(sym: Sym) -> str:
+    kind, text = sym
+    return "{" + text.upper() + "}" if kind == "slot" else text
+
+
+def readable_tokens(syms: Sequence[Sym]) -> str:
+    """``Your order {IDENTIFIER} shipped on {DATE}.``: one variant as an author would write it."""
+    out = ""
+    for i, s in enumerate(syms):
+        if i and s[0] != "punct":
+            out += " "
+        out += sym_text(s)
+    return out
+
+
+def readable(node: Node) -> str:
+    """A factored tree as text: ``(a | b)`` for choices, ``[x]`` for optional parts."""
+    return _readable(node)[0]
+
+
+def _readable(node: Node) -> tuple[str, bool]:
+    if isinstance(node, Tok):
+        return sym_text(node.sym), node.sym[0] == "punct"
+    if isinstance(node, Opt):
+        text, punct = _readable(node.body)
+        return f"[{text}]", punct
+    if isinstance(node, Alt):
+        parts = [_readable(o) for o in node.options]
+        return "(" + " | ".join(p[0] for p in parts) + ")", all(p[1] for p in parts)
+    out, lead = "", False
+    for i, it in enumerate(node.items):
+        text, punct = _readable(it)
+        if i == 0:
+            lead = punct
+        elif not punct:
+            out += " "
+        out += text
+    return out, lead
+
+
+def shape_text(shape: Shape) -> str:
+    """The whole shape as readable text with its choices and optional parts."""
+    return readable(factor(mark(shape.variants)))
+
+
+def render(node: Node, tok: Callable[[Tok], str], alt: Callable[[list[str]], str],
+           opt: Callable[[str], str], seq: Callable[[list[str]], str]) -> str:
+    """Fold a tree into a string with one function per node kind (regex and Lark exports use it)."""
+    if isinstance(node, Tok):
+        return tok(node)
+    if isinstance(node, Opt):
+        return opt(render(node.body, tok, alt, opt, seq))
+    if isinstance(node, Alt):
+        return alt([render(o, tok, alt, opt, seq) for o in node.options])
+    return seq([render(i, tok, alt, opt, seq) for i in node.items])
+
+
+def edit_distance(a: Sequence[object], b: Sequence[object], bound: int | None = None) -> int:
+    """Token-level Levenshtein distance; gives up early (returns ``bound``+1) past ``bound``."""
+    if bound is not None and abs(len(a) - len(b)) > bound:
+        return bound + 1
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i]
+        for j, y in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
+        if bound is not None and min(cur) > bound:
+            return bound + 1
+        prev = cur
+    return prev[-1]
+
+
+@dataclass(frozen=True)
+class Nearest:
+    shape: str
+    text: str
+    distance: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"shape": self.shape, "text": self.text, "distance": self.distance}
+
+
+def nearest_shapes(grammar: Grammar, syms: Sequence[Sym], k: int = 3) -> list[Nearest]:
+    """The ``k`` shapes whose closest variant needs the fewest token edits to become ``syms``."""
+    best: list[Nearest] = []
+    for shape in grammar.shapes.values():
+        bound = best[-1].distance if len(best) >= k else None
+        top: tuple[int, tuple[Sym, ...]] | None = None
+        for v in shape.variants:
+            d = edit_distance(syms, v, bound if top is None else min(top[0], bound or top[0]))
+            if top is None or d < top[0]:
+                top = (d, v)
+        if top is None or (bound is not None and top[0] > bound):
+            continue
+        best.append(Nearest(shape.name, readable_tokens(top[1]), top[0]))
+        best.sort(key=lambda n: n.distance)
+        del best[k:]
+    return best
+
+
+__all__ = ["Tok", "Seq", "Alt", "Opt", "Node", "mark", "factor", "readable", "readable_tokens", "shape_text",
+           "render", "edit_distance", "nearest_shapes", "Nearest", "sym_text"]
