@@ -557,9 +557,11 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def render(report: Report, console: Any, *, tail: int = 0, fields_per_table: int = 4) -> None:
-    """Print the report's tables on a rich console."""
+def render(report: Report, console: Any, *, tail: int = 0) -> None:
+    """Print the report's tables on a rich console, as many field columns side by side as fit."""
     from rich.table import Table
+
+    fields_per_table = max(1, (console.width - 22) // 27)
 
     cfg = report.config
     read = report.read
@@ -575,7 +577,7 @@ def render(report: Report, console: Any, *, tail: int = 0, fields_per_table: int
         console.print(f"[yellow]{report.counters['untimed']} event(s) without a readable ts skipped[/]")
 
     summary = Table(title="Claims per field (all windows)", title_justify="left")
-    summary.add_column("field")
+    summary.add_column("field", no_wrap=True)
     summary.add_column("resolved", justify="right")
     for status in RESOLVED:
         summary.add_column(status, justify="right")

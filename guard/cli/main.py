@@ -19,6 +19,7 @@ COMMANDS = [
     "guard.cli.check",
     "guard.cli.schema",
     "guard.cli.demo",
+    "guard.cli.monitor",
 ]
 
 app = typer.Typer(
