@@ -23,6 +23,7 @@ from guard.templates.shapes import Tok, factor, mark, render
 
 ANY_SLOT = r"\{[A-Za-z_][A-Za-z0-9_]*\}"
 FORMATS = ("lark", "regex")
+_LITERAL = regex.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 def slot_patterns(slot_names: Mapping[str, Sequence[str]] | None = None) -> dict[str, str]:
@@ -114,13 +115,13 @@ def to_lark(grammar: Grammar, slot_names: Mapping[str, Sequence[str]] | None = N
     def tok(t: Tok) -> str:
         lead = _lead(t)
         if t.sym[0] == "slot":
-            return (f"{_lark_str(lead)} " if lead else "") + term_of[t.sym[1]]
+            return (f"{_lark_str(lead)}\x00" if lead else "") + term_of[t.sym[1]]
         return _lark_str(lead + t.sym[1])
 
     def seq(items: list[str]) -> str:
         merged: list[str] = []
-        for it in items:
-            if merged and merged[-1].startswith('"') and it.startswith('"'):
+        for it in (part for item in items for part in item.split("\x00")):
+            if merged and _LITERAL.fullmatch(merged[-1]) and _LITERAL.fullmatch(it):
                 merged[-1] = _lark_str(json.loads(merged[-1]) + json.loads(it))
             else:
                 merged.append(it)
@@ -143,7 +144,7 @@ def to_lark(grammar: Grammar, slot_names: Mapping[str, Sequence[str]] | None = N
     for sh in shapes:
         tree = factor(mark(sh.variants, first=True))
         body = render(tree, tok, lambda xs: "(" + " | ".join(xs) + ")", lambda x: "(" + x + ")?", seq)
-        lines.append(f"{sh.name}: {body}")
+        lines.append(f"{sh.name}: {body}".replace("\x00", " "))
     lines.append("")
     lines.append('_SEP: " " | /\\n+/')
     if comma:

@@ -135,6 +135,8 @@ def _readable(node: Node) -> tuple[str, bool]:
         return sym_text(node.sym), node.sym[0] == "punct"
     if isinstance(node, Opt):
         text, punct = _readable(node.body)
+        if isinstance(node.body, Alt):
+            text = text[1:-1]
         return f"[{text}]", punct
     if isinstance(node, Alt):
         parts = [_readable(o) for o in node.options]
