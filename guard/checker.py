@@ -31,7 +31,7 @@ class Status(str, Enum):
     UNAVAILABLE = "unavailable"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClaimResult:
     """The outcome for one claim.
 
@@ -69,6 +69,9 @@ class ClaimResult:
             and self.actual is not None
 
 
+_PARSED = "__updated_at_utc__"
+
+
 def _aware(value: Any, policy: Policy) -> datetime | None:
     if isinstance(value, str):
         try:
@@ -91,7 +94,12 @@ def _judge(c: Claim, row: dict[str, Any], policy: Policy, now: datetime, latency
     fp = policy.entities[c.entity].fields[c.field]
     ent = policy.entities[c.entity]
     row_id = str(row[ID])
-    updated = _aware(row.get(UPDATED_AT), policy) if ent.updated_at else None
+    if ent.updated_at:
+        if _PARSED not in row:
+            row[_PARSED] = _aware(row.get(UPDATED_AT), policy)
+        updated = row[_PARSED]
+    else:
+        updated = None
     common = dict(row_id=row_id, updated_at=updated, latency_ms=latency, raw=row.get(c.field))
     raw = row.get(c.field)
     if raw is None:

@@ -13,6 +13,7 @@ import json
 import math
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Any, Union
 
 import regex
@@ -108,6 +109,12 @@ def _bad_slot(body: str) -> tuple[str, str]:
     return "F109", "a slot name must be letters, digits and underscores, starting with a letter or _"
 
 
+@lru_cache(maxsize=4096)
+def _tokenize_cached(template: str) -> tuple[tuple[Piece, ...], tuple[Finding, ...]]:
+    pieces, findings = _tokenize(template)
+    return tuple(pieces), tuple(findings)
+
+
 def _tokenize(template: str) -> tuple[list[Piece], list[Finding]]:
     pieces: list[Piece] = []
     findings: list[Finding] = []
@@ -169,19 +176,19 @@ def scan_template(template: str) -> tuple[list[Slot], list[Finding]]:
     >>> [s.name for s in slots], [f.code for f in findings]
     (['a'], ['F101'])
     """
-    pieces, findings = _tokenize(template)
-    return [p.slot for p in pieces if p.slot is not None], findings
+    pieces, findings = _tokenize_cached(template)
+    return [p.slot for p in pieces if p.slot is not None], list(findings)
 
 
 def template_pieces(template: str) -> list[Piece]:
     """Literal runs and slots in order; raises PayloadError if any slot is unsafe."""
-    pieces, findings = _tokenize(template)
+    pieces, findings = _tokenize_cached(template)
     if findings:
         raise PayloadError(
             "the answer template has unsafe slots",
             problems=[Problem(f.code, f.message, f"answer_template:{f.start + 1}") for f in findings],
         )
-    return pieces
+    return list(pieces)
 
 
 def _reject_constant(name: str) -> Any:

@@ -9,13 +9,22 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from decimal import Decimal
+from functools import lru_cache
+from zoneinfo import ZoneInfo
 from typing import Any, Mapping
 
+from babel import Locale
+
 from babel.dates import format_date, format_datetime
-from babel.numbers import format_currency, format_decimal
+from babel.numbers import format_currency, format_decimal, get_currency_precision
 
 from guard.payload import ClaimType, template_pieces
 from guard.policy import FieldPolicy, Policy
+
+
+@lru_cache(maxsize=64)
+def _locale(name: str) -> Locale:
+    return Locale.parse(name)
 
 
 def format_value(actual: Any, field: FieldPolicy, policy: Policy) -> str:
@@ -26,19 +35,26 @@ def format_value(actual: Any, field: FieldPolicy, policy: Policy) -> str:
     >>> format_value(129900, FieldPolicy(type="money", currency="GBP"), p)
     '£1,299.00'
     """
-    loc = policy.locale
-    t = field.type
+    return _format(field.type, field.currency, field.unit, policy.locale, policy.timezone, actual)
+
+
+@lru_cache(maxsize=65536)
+def _format(t: ClaimType, currency: str | None, unit: str | None, locale: str, tz: str, actual: Any) -> str:
+    """Babel formatting, memoised: the same values (dates, small counts, statuses) recur across answers."""
+    loc = _locale(locale)
     if t is ClaimType.MONEY:
-        return format_currency(Decimal(int(actual)).scaleb(-field.exponent), field.currency, locale=loc)
+        exponent = get_currency_precision(currency)
+        return format_currency(Decimal(int(actual)).scaleb(-exponent), currency, locale=loc)
     if t is ClaimType.DATE:
         return format_date(actual, format="long", locale=loc)
     if t is ClaimType.TIMESTAMP:
-        return format_datetime(actual.astimezone(policy.tz), format="long", tzinfo=policy.tz, locale=loc)
+        zone = ZoneInfo(tz)
+        return format_datetime(actual.astimezone(zone), format="long", tzinfo=zone, locale=loc)
     if t is ClaimType.INTEGER:
         return format_decimal(int(actual), locale=loc)
     if t is ClaimType.DECIMAL:
         text = format_decimal(actual, locale=loc, decimal_quantization=False)
-        return f"{text} {field.unit}" if field.unit else text
+        return f"{text} {unit}" if unit else text
     if t is ClaimType.BOOLEAN:
         return "yes" if actual else "no"
     return str(actual)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import sqlalchemy as sa
@@ -45,6 +45,10 @@ _CAUSE_TEXT = {
 }
 
 
+class _Garbage(Exception):
+    pass
+
+
 def classify_error(exc: BaseException) -> str:
     text = f"{type(exc).__name__} {exc}"
     orig = getattr(exc, "orig", None)
@@ -65,15 +69,32 @@ def unavailable(exc: BaseException, where: str) -> StoreUnavailable:
     return err
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Lookup:
+    """What is read for one entity, and its statements compiled once per batch size."""
+
     entity: str
     policy: EntityPolicy
     id_kind: type
     scope_kind: type | None
-    by_id: sa.Select[Any]
-    scoped: sa.Select[Any] | None
-    fields: tuple[str, ...]
+    selected: list[sa.ColumnElement[Any]]
+    id_col: sa.Column[Any]
+    scope_col: sa.Column[Any] | None
+    names: tuple[str, ...]
+    compiled: dict[tuple[int, bool], tuple[str, tuple[str, ...] | None]] = field(default_factory=dict)
+
+    def statement(self, n: int, scoped: bool, dialect: Any) -> tuple[str, tuple[str, ...] | None]:
+        """SQL text and parameter order for ``n`` ids; table and column names come from the policy only."""
+        key = (n, scoped)
+        hit = self.compiled.get(key)
+        if hit is None:
+            stmt = sa.select(*self.selected).where(self.id_col.in_([sa.bindparam(f"id{i}") for i in range(n)]))
+            if scoped and self.scope_col is not None:
+                stmt = stmt.where(self.scope_col == sa.bindparam("principal"))
+            c = stmt.compile(dialect=dialect)
+            hit = (c.string, tuple(c.positiontup) if c.positional else None)
+            self.compiled[key] = hit
+        return hit
 
 
 def _python_type(col: sa.Column[Any]) -> type:
@@ -142,6 +163,7 @@ class RecordStore:
         self.policy = policy
         self.engine = db if isinstance(db, Engine) else make_engine(
             db, statement_timeout=statement_timeout, connect_timeout=connect_timeout, pool_size=pool_size)
+        self.batch_size = 500
         self._built: dict[str, _Lookup] | None = None
         try:
             self._built = self._build()
@@ -212,10 +234,9 @@ class RecordStore:
             selected = [id_col.label(ID), *chosen]
             if upd is not None:
                 selected.append(upd.label(UPDATED_AT))
-            by_id = sa.select(*selected).where(id_col.in_(sa.bindparam("ids", expanding=True)))
-            scoped = by_id.where(scope == sa.bindparam("principal")) if scope is not None else None
-            lookups[name] = _Lookup(name, ent, _python_type(id_col), _python_type(scope) if scope is not None
-                                    else None, by_id, scoped, tuple(ent.fields))
+            lookups[name] = _Lookup(name, ent, _python_type(id_col),
+                                    _python_type(scope) if scope is not None else None, selected, id_col, scope,
+                                    tuple(c.name for c in selected))
         if problems:
             raise PolicyError("the policy does not match the database", problems=problems)
         return lookups
@@ -247,37 +268,40 @@ class RecordStore:
         bound = sorted({v for v in (self._coerce(i, lk.id_kind) for i in ids) if v is not None}, key=str)
         if not bound:
             return {}
-        params: dict[str, Any] = {"ids": bound}
-        stmt = lk.by_id
-        if lk.scoped is not None and principal is not None:
-            p = self._coerce(principal, lk.scope_kind or str)
-            if p is None:
+        principal_value = None
+        scoped = lk.scope_col is not None and principal is not None
+        if scoped:
+            principal_value = self._coerce(principal, lk.scope_kind or str)
+            if principal_value is None:
                 return {}
-            params["principal"] = p
-            stmt = lk.scoped
+        out: dict[str, dict[str, Any]] = {}
+        names = lk.names
         try:
             with self.engine.connect() as conn:
-                rows = conn.execute(stmt, params).mappings().all()
+                for k in range(0, len(bound), self.batch_size):
+                    chunk = bound[k : k + self.batch_size]
+                    sql, order = lk.statement(len(chunk), scoped, self.engine.dialect)
+                    values = {f"id{i}": v for i, v in enumerate(chunk)}
+                    if scoped:
+                        values["principal"] = principal_value
+                    params: Any = tuple(values[n] for n in order) if order is not None else values
+                    for row in conn.exec_driver_sql(sql, params).fetchall():
+                        rec = dict(zip(names, row))
+                        key = str(rec[ID])
+                        if key in out:
+                            raise _Garbage("id is not unique")
+                        out[key] = rec
         except sa_exc.SQLAlchemyError as exc:
             raise unavailable(exc, f"entity '{entity}'") from None
-        except (ValueError, TypeError, OverflowError) as exc:
-            err = StoreUnavailable(f"the system of record could not be reached: {_CAUSE_TEXT['garbage']}",
+        except _Garbage as exc:
+            err = StoreUnavailable(f"the system of record could not be reached: {_CAUSE_TEXT['garbage']} ({exc})",
                                    location=f"entity '{entity}'")
             err.cause = "garbage"  # type: ignore[attr-defined]
             raise err from None
-        out: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            key = str(r[ID])
-            if key in out:
-                err = StoreUnavailable(f"the system of record could not be reached: {_CAUSE_TEXT['garbage']} "
-                                       f"(id is not unique)", location=f"entity '{entity}'")
-                err.cause = "garbage"  # type: ignore[attr-defined]
-                raise err
-            out[key] = dict(r)
         return out
 
     def scoped(self, entity: str) -> bool:
-        return self._lookups[entity].scoped is not None
+        return self._lookups[entity].scope_col is not None
 
     def ping(self) -> bool:
         try:
