@@ -20,6 +20,8 @@ COMMANDS = [
     "guard.cli.schema",
     "guard.cli.demo",
     "guard.cli.monitor",
+    "guard.cli.lint",
+    "guard.cli.grammars",
 ]
 
 app = typer.Typer(

@@ -23,6 +23,7 @@ from guard.templates.shapes import Tok, factor, mark, render
 
 ANY_SLOT = r"\{[A-Za-z_][A-Za-z0-9_]*\}"
 FORMATS = ("lark", "regex")
+_META = frozenset(".^$*+?{}[]\\|()")
 _LITERAL = regex.compile(r'"(?:[^"\\]|\\.)*"')
 
 
@@ -58,6 +59,11 @@ def _split(shapes: list[Shape]) -> tuple[list[Shape], list[Shape]]:
     return [s for s in shapes if s.ending == "stop"], [s for s in shapes if s.ending == "comma"]
 
 
+def _re_escape(text: str) -> str:
+    """Escape only regex metacharacters, so the pattern reads plainly in any engine."""
+    return "".join("\\" + c if c in _META else c for c in text)
+
+
 def _lead(t: Tok) -> str:
     return "" if t.first or t.sym[0] == "punct" else " "
 
@@ -67,10 +73,10 @@ def sentence_regex(shapes: Sequence[Shape], slots: Mapping[str, str]) -> str:
     tree = factor([m for s in shapes for m in mark(s.variants, first=True)])
 
     def tok(t: Tok) -> str:
-        lead = regex.escape(_lead(t))
+        lead = _lead(t)
         if t.sym[0] == "slot":
             return lead + slots[t.sym[1]]
-        return lead + regex.escape(t.sym[1])
+        return _re_escape(lead + t.sym[1])
 
     return render(tree, tok, lambda xs: "(?:" + "|".join(xs) + ")", lambda x: "(?:" + x + ")?", "".join)
 

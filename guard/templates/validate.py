@@ -178,7 +178,6 @@ def _diagnose(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], 
     expected = _expected(grammar, names)
     syms: list[Sym] = [("slot", _slot_type(t, types) or "?") if t.kind == "slot" else (t.kind, t.text) for t in toks]
     near = nearest_shapes(grammar, syms)
-    near_text = "; nearest approved shapes: " + " | ".join(n.text for n in near) if near else ""
     shown = ", ".join(expected[:MAX_EXPECTED]) + (", ..." if len(expected) > MAX_EXPECTED else "")
     data: dict[str, Any] = {"expected": expected, "nearest": [n.to_dict() for n in near],
                             "shape_prefix": _prefix(toks, idx)}
@@ -186,7 +185,7 @@ def _diagnose(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], 
         start = end = sent.end
         data["unexpected"] = None
         msg = f"sentence {sent.index + 1} ends too early after '{_prefix(toks, idx)}'; expected {shown}"
-        return _finding(template, "S201", msg + near_text, sent, max(sent.end - 1, sent.start), end, data)
+        return _finding(template, "S201", msg, sent, max(sent.end - 1, sent.start), end, data)
     t = toks[idx]
     start, end = t.start, t.end
     data["unexpected"] = t.text
@@ -196,12 +195,12 @@ def _diagnose(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], 
         data["slot"], data["slot_type"] = t.slot, have
         msg = (f"sentence {sent.index + 1}: slot {t.text} is {have.upper()}, but here the approved shapes take "
                f"{' or '.join(slot_expected)}")
-        return _finding(template, "S202", msg + near_text, sent, start, end, data)
+        return _finding(template, "S202", msg, sent, start, end, data)
     where = f"after '{_prefix(toks, idx)}'" if idx else "at the start"
     what = f"slot {t.text}" if t.kind == "slot" else f"'{t.text}'"
     hint = " (amounts, dates and numbers must be slots)" if t.kind == "other" or t.text[:1].isdigit() else ""
     msg = f"sentence {sent.index + 1} matches no approved shape: unexpected {what}{hint} {where}; expected {shown}"
-    return _finding(template, "S201", msg + near_text, sent, start, end, data)
+    return _finding(template, "S201", msg, sent, start, end, data)
 
 
 def _prefix(toks: list[Tok], idx: int, width: int = 4) -> str:

@@ -1,0 +1,85 @@
+"""``guard lint``: check templates and payloads against a domain's approved sentence shapes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from guard.cli import exitcodes
+from guard.cli.formatters import FORMATS, FileReport, json_string_offsets, render
+from guard.errors import GuardError
+
+PROGRESS_AFTER = 20
+
+
+def lint_cmd(
+    paths: List[Path] = typer.Argument(..., help="Template files (.txt, .tmpl, ...), payload .json files or "
+                                                  "directories of them."),
+    domain: str = typer.Option(..., "--domain", "-d", help="Grammar domain, e.g. orders (see guard grammars list)."),
+    fmt: str = typer.Option("text", "--format", "-f", help="text, json or sarif."),
+    slot_type: List[str] = typer.Option([], "--slot-type", "-s", help="NAME=TYPE for a template's slot "
+                                                                      "(repeatable; beats the .slots.yaml sidecar)."),
+    grammar_dir: Optional[Path] = typer.Option(None, "--grammar-dir", help="Directory with your own <domain>.lark "
+                                                                          "files (may %import core)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here, not stdout."),
+) -> None:
+    """Lint templates: exit 0 when clean, 1 on findings, 2 on usage or input errors."""
+    from guard.lint import find_templates, lint_file, parse_slot_types
+    from guard.templates import load_grammar
+
+    if fmt not in FORMATS:
+        _fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    try:
+        types = parse_slot_types(slot_type)
+        load_grammar(domain, grammar_dir=grammar_dir)
+    except GuardError as exc:
+        _fail(str(exc))
+    files = find_templates(paths)
+    if not files:
+        _fail("no template files found")
+    reports = [_one(f, domain, types, grammar_dir, lint_file) for f in _progress(files)]
+    text = render(reports, fmt)
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    if any(r.error for r in reports):
+        raise typer.Exit(exitcodes.USAGE)
+    raise typer.Exit(exitcodes.OK if all(r.ok for r in reports) else exitcodes.FINDINGS)
+
+
+def _one(path: Path, domain: str, types: dict[str, str], grammar_dir: Optional[Path], lint_file) -> FileReport:
+    try:
+        fl = lint_file(path, domain=domain, slot_types=types, grammar_dir=grammar_dir)
+    except GuardError as exc:
+        return FileReport(str(path), error=str(exc).replace("\n", " "))
+    extra = {"payload": fl.payload, "sentences": [s.to_dict() for s in fl.result.sentences]}
+    offsets = json_string_offsets(fl.file_text, "answer_template") if fl.payload else None
+    return FileReport(fl.path, fl.template, fl.result.findings, extra=extra,
+                      file_text=fl.file_text if fl.payload else None, file_offsets=offsets)
+
+
+def _progress(files: list[Path]):
+    if len(files) < PROGRESS_AFTER or not sys.stderr.isatty():
+        yield from files
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("linting", total=len(files))
+        for f in files:
+            yield f
+            bar.advance(task)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"guard: error: {message}", err=True)
+    raise typer.Exit(exitcodes.USAGE)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("lint")(lint_cmd)
