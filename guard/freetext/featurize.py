@@ -39,11 +39,36 @@ def mask_slots(text: str) -> str:
 class Lex:
     """What the featurizer knows about one vocabulary entry."""
 
-    __slots__ = ("text", "lower", "lemma", "abs", "uni", "keys", "space", "punct", "slot")
+    __slots__ = ("text", "lower", "lemma", "abs", "uni", "keys", "space", "punct", "slot", "m")
 
-    def __init__(self, text, lower, lemma, abs_, uni, keys, space, punct, slot):
+    def __init__(self, text, lower, lemma, abs_, uni, keys, space, punct, slot, m=(frozenset(), (), (), ())):
         self.text, self.lower, self.lemma, self.abs = text, lower, lemma, abs_
         self.uni, self.keys, self.space, self.punct, self.slot = uni, keys, space, punct, slot
+        self.m = m
+
+
+#: Sentence boundaries, as lexemes, for the bigram features.
+BOS = Lex("<s>", "<s>", "<s>", "<s>", (), frozenset(), False, False, False)
+EOS = Lex("</s>", "</s>", "</s>", "</s>", (), frozenset(), False, False, False)
+
+
+def uni_features(x: Lex, groups: frozenset[str]) -> tuple[str, ...]:
+    """The unigram features of a lexeme that belong to the active groups."""
+    return tuple(f for f in x.uni if _PREFIX_GROUP.get(f[:2], "") in groups or f[:2] not in _PREFIX_GROUP)
+
+
+def bi_features(a: Lex, b: Lex) -> tuple[str, ...]:
+    """Lemma bigram, plus the abstracted bigram when either side is abstracted."""
+    if a.abs != a.lemma or b.abs != b.lemma:
+        return (f"b={a.lemma} {b.lemma}", f"a={a.abs} {b.abs}")
+    return (f"b={a.lemma} {b.lemma}",)
+
+
+def tri_feature(a: Lex, b: Lex, c: Lex) -> str:
+    return f"t={a.abs} {b.abs} {c.abs}"
+
+
+_PREFIX_GROUP = {"w=": "words", "l=": "lemmas", "c=": "classes", "s=": "shape", "x=": "suffix"}
 
 
 #: Feature groups a featurizer can switch on or off.
@@ -101,7 +126,7 @@ class Linguistics:
         if slot:
             lower = lemma = abs_ = "#SLOT"
             keys = frozenset(["guard_slot", "w=#slot", "l=#slot"])
-            return Lex(text, lower, lemma, abs_, ("slot",), keys, False, False, True)
+            return Lex(text, lower, lemma, abs_, ("slot",), keys, False, False, True, self.matcher.state(keys))
         lemma = self.lemma(lower)
         classes: tuple[str, ...] = self.word_classes.get(lower, ())
         if lemma != lower:
@@ -136,7 +161,8 @@ class Linguistics:
         if like_num:
             uni.append("num")
         uni.extend(morph)
-        return Lex(text, lower, lemma, abs_, tuple(uni), frozenset(keys), False, bool(vlex.is_punct), False)
+        keys = frozenset(keys)
+        return Lex(text, lower, lemma, abs_, tuple(uni), keys, False, bool(vlex.is_punct), False, self.matcher.state(keys))
 
     def _is_cmp(self, lower: str, lemma: str) -> bool:
         if lower in self.cmp_forms:
@@ -158,10 +184,24 @@ class Linguistics:
         """Non-space lexemes of each (slot-masked) text."""
         from spacy.attrs import ORTH
 
-        lex = self.lex
+        get, make = self.cache.get, self.lex
         for doc in self.tokenizer.pipe(mask_slots(t) for t in texts):
-            out = [lex(o) for o in doc.to_array(ORTH).tolist()]
+            out = [get(o) or make(o) for o in doc.to_array(ORTH).tolist()]
             yield [x for x in out if not x.space]
+
+    def lexes_at(self, texts: Iterable[str]) -> Iterable[tuple[list[Lex], list[int]]]:
+        """Like :meth:`lexes`, with each lexeme's start offset (offsets survive slot masking)."""
+        from spacy.attrs import IDX, ORTH
+
+        get, make = self.cache.get, self.lex
+        for doc in self.tokenizer.pipe(mask_slots(t) for t in texts):
+            lexes, starts = [], []
+            for o, i in doc.to_array([ORTH, IDX]).tolist():
+                x = get(o) or make(o)
+                if not x.space:
+                    lexes.append(x)
+                    starts.append(i)
+            yield lexes, starts
 
     def tokens(self, text: str) -> list[tuple[Lex, int, int]]:
         """Non-space lexemes of one text with their character offsets in the original text."""
@@ -174,56 +214,38 @@ class Linguistics:
         return out
 
     def features(self, lexes: Sequence[Lex], groups: frozenset[str]) -> list[str]:
-        """Feature strings of one sentence."""
+        """Feature strings of one sentence (a feature may repeat)."""
         feats = ["bias"]
-        words, lemmas, classes = "words" in groups, "lemmas" in groups, "classes" in groups
-        shape, suffix = "shape" in groups, "suffix" in groups
-        full = words and lemmas and classes and shape and suffix
         for x in lexes:
-            if full:
-                feats.extend(x.uni)
-            else:
-                feats.extend(f for f in x.uni if _group_on(f, words, lemmas, classes, shape, suffix))
+            feats.extend(uni_features(x, groups))
         if "bigrams" in groups:
-            prev_l, prev_a = "<s>", "<s>"
+            prev = BOS
             for x in lexes:
-                feats.append(f"b={prev_l} {x.lemma}")
-                if prev_a != prev_l or x.abs != x.lemma:
-                    feats.append(f"a={prev_a} {x.abs}")
-                prev_l, prev_a = x.lemma, x.abs
-            feats.append(f"b={prev_l} </s>")
-        if "trigrams" in groups and len(lexes) > 2:
-            a = [x.abs for x in lexes]
-            feats.extend(f"t={a[i]} {a[i + 1]} {a[i + 2]}" for i in range(len(a) - 2))
+                feats.extend(bi_features(prev, x))
+                prev = x
+            feats.extend(bi_features(prev, EOS))
+        if "trigrams" in groups:
+            feats.extend(tri_feature(lexes[i], lexes[i + 1], lexes[i + 2]) for i in range(len(lexes) - 2))
         if "patterns" in groups:
-            feats.extend(f"p={name}" for name, _, _ in self.matcher.find([x.keys for x in lexes]))
+            feats.extend(f"p={name}" for name, _, _ in self.matcher.find([x.m for x in lexes]))
         return feats
 
     def located_features(self, text: str, groups: frozenset[str]) -> list[tuple[str, int, int]]:
-        """Feature strings of one text with the character span of the words behind each."""
+        """The features of :meth:`features`, each with the character span of the words behind it."""
         toks = self.tokens(text)
         lexes = [t[0] for t in toks]
         out: list[tuple[str, int, int]] = [("bias", 0, 0)]
-        uni_groups = [g for g in ("words", "lemmas", "classes", "shape", "suffix") if g in groups]
         for x, s, e in toks:
-            for f in x.uni:
-                if _group_on(f, *(g in uni_groups for g in ("words", "lemmas", "classes", "shape", "suffix"))):
-                    out.append((f, s, e))
-        if "bigrams" in groups:
-            prev = ("<s>", "<s>", None)
-            for x, s, e in toks:
-                start = prev[2] if prev[2] is not None else s
-                out.append((f"b={prev[0]} {x.lemma}", start, e))
-                if prev[1] != prev[0] or x.abs != x.lemma:
-                    out.append((f"a={prev[1]} {x.abs}", start, e))
-                prev = (x.lemma, x.abs, s)
-            if toks:
-                out.append((f"b={prev[0]} </s>", toks[-1][1], toks[-1][2]))
+            out.extend((f, s, e) for f in uni_features(x, groups))
+        if "bigrams" in groups and toks:
+            seq = [(BOS, toks[0][1], toks[0][1])] + toks + [(EOS, toks[-1][2], toks[-1][2])]
+            for (a, s, _), (b, _, e) in zip(seq, seq[1:]):
+                out.extend((f, s, e) for f in bi_features(a, b))
         if "trigrams" in groups:
             for i in range(len(toks) - 2):
-                out.append((f"t={toks[i][0].abs} {toks[i + 1][0].abs} {toks[i + 2][0].abs}", toks[i][1], toks[i + 2][2]))
+                out.append((tri_feature(lexes[i], lexes[i + 1], lexes[i + 2]), toks[i][1], toks[i + 2][2]))
         if "patterns" in groups:
-            for name, i, j in self.matcher.find([x.keys for x in lexes]):
+            for name, i, j in self.matcher.find([x.m for x in lexes]):
                 out.append((f"p={name}", toks[i][1], toks[j - 1][2]))
         return out
 
@@ -241,21 +263,6 @@ class Linguistics:
         doc = Doc(self.vocab, words=[x.text for x, _, _ in toks], spaces=[False] * len(toks))
         found = {(self.strings[mid], s, e) for mid, s, e in self._spacy_matcher(doc)}
         return sorted(found, key=lambda m: (m[1], m[2], m[0]))
-
-
-def _group_on(f: str, words: bool, lemmas: bool, classes: bool, shape: bool, suffix: bool) -> bool:
-    p = f[:2]
-    if p == "w=":
-        return words
-    if p == "l=":
-        return lemmas
-    if p == "c=":
-        return classes
-    if p == "s=":
-        return shape
-    if p == "x=":
-        return suffix
-    return True
 
 
 _CACHE: dict[str, Linguistics] = {}

@@ -139,51 +139,89 @@ def _variants(pattern: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
 class FastMatcher:
     """All (name, start, end) matches of the lexicon's patterns over lexeme key sets.
 
-    Each pattern is expanded into its fixed-length variants; variants are indexed
-    by the keys their first token requires, so a token only tries the variants
-    that can start on it.
+    Each pattern is expanded into fixed-length variants of token conditions.
+    :meth:`state` evaluates every distinct condition once per lexeme (cached by
+    the caller) and lists the variants that may start on it; :meth:`find` then
+    only tests set membership of condition ids.
     """
 
     def __init__(self, patterns: dict[str, list[list[dict[str, Any]]]]) -> None:
-        self.by_key: dict[str, list[tuple[str, tuple]]] = {}
-        self.anywhere: list[tuple[str, tuple]] = []
+        cond_ids: dict[tuple, int] = {}
+        variants: list[tuple[str, tuple[int, ...]]] = []
         seen: set[tuple] = set()
         for name, pats in patterns.items():
             for pat in pats:
                 for variant in _variants(pat):
-                    conds = tuple(_token_conditions(t) for t in variant)
-                    if (name, conds) in seen:
-                        continue
-                    seen.add((name, conds))
-                    first_in = [keys for must, keys in conds[0] if must]
-                    if first_in:
-                        smallest = min(first_in, key=len)
-                        for key in smallest:
-                            self.by_key.setdefault(key, []).append((name, conds))
-                    else:
-                        self.anywhere.append((name, conds))
+                    cids = tuple(cond_ids.setdefault(_token_conditions(t), len(cond_ids)) for t in variant)
+                    if (name, cids) not in seen:
+                        seen.add((name, cids))
+                        variants.append((name, cids))
+        self.conditions: list[tuple] = [()] * len(cond_ids)
+        for cond, i in cond_ids.items():
+            self.conditions[i] = cond
+        self.variants = variants
+        # a condition can only hold for a lexeme holding one key of its first positive part
+        self.by_key: dict[str, list[int]] = {}
+        self.negative_only: list[int] = []
+        for i, cond in enumerate(self.conditions):
+            positive = [keys for must, keys in cond if must]
+            if not positive:
+                self.negative_only.append(i)
+            for key in positive[0] if positive else ():
+                self.by_key.setdefault(key, []).append(i)
 
-    def find(self, keysets: Sequence[frozenset[str]]) -> list[tuple[str, int, int]]:
-        n = len(keysets)
+    #: Variants up to this length are matched from the last token back (see :meth:`ending`).
+    SHORT = 3
+
+    def state(self, keys: frozenset[str]) -> tuple:
+        """What a lexeme contributes to matching, computed once per lexeme.
+
+        (ids of the conditions it satisfies, variants it may start, short
+        variants whose last condition it satisfies, long variants it may start).
+        """
+        cands = set(self.negative_only)
+        for key in keys:
+            cands.update(self.by_key.get(key, ()))
+        sat = frozenset(i for i in cands if all((not keys.isdisjoint(s)) == must for must, s in self.conditions[i]))
+        starts = tuple(v for v in self.variants if v[1][0] in sat)
+        ends = tuple(v for v in self.variants if len(v[1]) <= self.SHORT and v[1][-1] in sat)
+        long_starts = tuple(v for v in starts if len(v[1]) > self.SHORT)
+        return sat, starts, ends, long_starts
+
+    def ending(self, a: tuple, b: tuple, x: tuple) -> tuple[tuple[str, int], ...]:
+        """(name, length) of the short variants matching the window a b x and ending on x."""
+        out = []
+        for name, cids in x[2]:
+            n = len(cids)
+            if n == 1 or (cids[-2] in b[0] and (n == 2 or cids[0] in a[0])):
+                out.append((name, n))
+        return tuple(out)
+
+    def find_long(self, states: Sequence[tuple]) -> list[tuple[str, int, int]]:
+        """Matches of the variants longer than SHORT."""
+        n = len(states)
+        out = []
+        for i, st in enumerate(states):
+            for name, cids in st[3]:
+                end = i + len(cids)
+                if end <= n and all(cids[j] in states[i + j][0] for j in range(1, len(cids))):
+                    out.append((name, i, end))
+        return out
+
+    def find(self, states: Sequence[tuple[frozenset[int], tuple]]) -> list[tuple[str, int, int]]:
+        n = len(states)
         out: list[tuple[str, int, int]] = []
-        by_key = self.by_key
-        for i, keys in enumerate(keysets):
-            cands = list(self.anywhere)
-            for k in keys:
-                hit = by_key.get(k)
-                if hit:
-                    cands.extend(hit)
-            for name, conds in cands:
-                end = i + len(conds)
+        for i, st in enumerate(states):
+            for name, cids in st[1]:
+                end = i + len(cids)
                 if end > n:
                     continue
-                for j, tok in enumerate(conds):
-                    ks = keysets[i + j]
-                    if not all((not ks.isdisjoint(s)) == must for must, s in tok):
+                for j in range(1, len(cids)):
+                    if cids[j] not in states[i + j][0]:
                         break
                 else:
                     out.append((name, i, end))
-        return sorted(set(out), key=lambda m: (m[1], m[2], m[0]))
+        return out
 
 
 # --- the spaCy Matcher ------------------------------------------------------------

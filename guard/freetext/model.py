@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from guard.errors import ModelError
-from guard.freetext.featurize import GROUPS, linguistics
+from guard.freetext.featurize import BOS, EOS, GROUPS, bi_features, linguistics, tri_feature, uni_features
 
 FORMAT_VERSION = 1
 #: Libraries whose version must match the card: name -> how many version parts must agree.
@@ -102,27 +102,107 @@ class FreeTextClassifier:
     def _linguistics(self):
         ling = self.__dict__.get("_ling")
         if ling is None:
-            ling = self.__dict__["_ling"] = linguistics(self.lexicon)
-            self.__dict__["_groups"] = frozenset(self.groups)
-            self.__dict__["_bias"] = self.vocabulary["bias"]
+            ling = linguistics(self.lexicon)
+            self.__dict__.update(_ling=ling, _groups=frozenset(self.groups), _bias=self.vocabulary["bias"],
+                                 _wcache={}, _ucache={}, _bcache={}, _pcache={}, _wsum={}, _ecache={},
+                                 _wlist=self.weights.astype(np.float64).tolist(),
+                                 _patterns="patterns" in self.groups)
         return ling
+
+    def _columns(self, lexes: list) -> set[int]:
+        """Columns of a sentence's known features: the fast twin of Linguistics.features.
+
+        One cache maps each window of three lexemes straight to the columns of
+        the features ending on its last lexeme (unigram, bigram, trigram and the
+        short pattern matches), so a warm sentence costs one dict hit per token
+        plus a scan for the few long patterns.
+        """
+        d = self.__dict__
+        wcache = d["_wcache"]
+        cols = [d["_bias"]]
+        a = b = BOS
+        for x in lexes + [EOS]:
+            c = wcache.get((a, b, x))
+            if c is None:
+                c = self._window(a, b, x)
+            cols.extend(c[0])
+            a, b = b, x
+        if d["_patterns"]:
+            for name, _, _ in d["_ling"].matcher.find_long([x.m for x in lexes]):
+                cols.extend(self._pattern_columns(name))
+        return set(cols)
+
+    def _window(self, a: Any, b: Any, x: Any) -> tuple:
+        """(columns, short pattern matches as (name, length)) of the features ending on x."""
+        cols = self._unigram_columns(x) if x is not EOS else ()
+        cols += self._bigram_columns(b, x)
+        if "trigrams" in self._groups and a is not BOS and x is not EOS:
+            col = self.vocabulary.get(tri_feature(a, b, x))
+            if col is not None:
+                cols += (col,)
+        matches: tuple = ()
+        if self._patterns and x is not EOS:
+            matches = self._ling.matcher.ending(a.m, b.m, x.m)
+            for name, _ in matches:
+                cols += self._pattern_columns(name)
+        wcache = self._wcache
+        if len(wcache) > 1_000_000:
+            for k in ("_wcache", "_ucache", "_bcache", "_wsum", "_ecache"):
+                self.__dict__[k].clear()
+        value = wcache[(a, b, x)] = (cols, matches)
+        return value
+
+    def _unigram_columns(self, x: Any) -> tuple[int, ...]:
+        c = self._ucache.get(x)
+        if c is None:
+            vocab = self.vocabulary
+            c = self._ucache[x] = tuple(vocab[f] for f in uni_features(x, self._groups) if f in vocab)
+        return c
+
+    def _bigram_columns(self, a: Any, b: Any) -> tuple[int, ...]:
+        c = self._bcache.get((a, b))
+        if c is None:
+            vocab = self.vocabulary
+            feats = bi_features(a, b) if "bigrams" in self._groups else ()
+            c = self._bcache[(a, b)] = tuple(vocab[f] for f in feats if f in vocab)
+        return c
+
+    def _pattern_columns(self, name: str) -> tuple[int, ...]:
+        c = self._pcache.get(name)
+        if c is None:
+            f = f"p={name}"
+            c = self._pcache[name] = (self.vocabulary[f],) if f in self.vocabulary else ()
+        return c
+
+    def _weight(self, cols: tuple[int, ...]) -> tuple[float, ...]:
+        """Summed weights per label of some columns (cached: evidence reuses them)."""
+        w = self._wsum.get(cols)
+        if w is None:
+            rows = [self._wlist[c] for c in cols]
+            w = self._wsum[cols] = tuple(sum(r[j] for r in rows) for j in range(len(self.labels)))
+        return w
+
+    def _scores(self, texts: list[str], keep: bool) -> tuple[np.ndarray, list]:
+        ling = self._linguistics
+        columns = self._columns
+        indices: list[int] = []
+        starts: list[int] = []
+        docs = []
+        source = ling.lexes_at(texts) if keep else ((lx, None) for lx in ling.lexes(texts))
+        for lexes, offsets in source:
+            starts.append(len(indices))
+            indices.extend(columns(lexes))
+            if keep:
+                docs.append((lexes, offsets))
+        if not starts:
+            return np.zeros((0, len(self.labels))), docs
+        contrib = self.weights[np.asarray(indices, dtype=np.int64)]
+        z = np.add.reduceat(contrib, np.asarray(starts, dtype=np.int64), axis=0, dtype=np.float64) + self.intercept
+        return z, docs
 
     def decision_function(self, texts: Iterable[str]) -> np.ndarray:
         """Per-label log-odds, shape (n, n_labels)."""
-        texts = _check_texts(texts)
-        if not texts:
-            return np.zeros((0, len(self.labels)))
-        ling = self._linguistics
-        groups, vocab, get = self._groups, self.vocabulary, self.vocabulary.get
-        indices: list[int] = []
-        starts: list[int] = []
-        for lexes in ling.lexes(texts):
-            starts.append(len(indices))
-            cols = {get(f, -1) for f in ling.features(lexes, groups)}
-            cols.discard(-1)
-            indices.extend(cols)
-        contrib = self.weights[np.asarray(indices, dtype=np.int64)]
-        return np.add.reduceat(contrib, np.asarray(starts, dtype=np.int64), axis=0, dtype=np.float64) + self.intercept
+        return self._scores(_check_texts(texts), keep=False)[0]
 
     def predict_proba(self, texts: Iterable[str]) -> np.ndarray:
         """Per-label probabilities, shape (n, n_labels)."""
@@ -133,35 +213,82 @@ class FreeTextClassifier:
         if isinstance(texts, str):
             texts = [texts]
         texts = _check_texts(texts)
-        probs = self.predict_proba(texts)
-        hits = probs >= self.thresholds
+        z, docs = self._scores(texts, keep=spans)
+        probs = 1.0 / (1.0 + np.exp(-z))
+        hits = (probs >= self.thresholds).tolist()
+        plist = probs.tolist()
+        labels_all = self.labels
         out = []
         for i, text in enumerate(texts):
-            labels = tuple(lab for j, lab in enumerate(self.labels) if hits[i, j])
-            scores = {lab: float(probs[i, j]) for j, lab in enumerate(self.labels)}
-            ev = self.evidence(text, labels) if spans and labels else {}
+            row = hits[i]
+            labels = tuple(lab for lab, h in zip(labels_all, row) if h)
+            scores = dict(zip(labels_all, plist[i]))
+            ev = self._evidence(text, docs[i][0], docs[i][1], labels) if spans and labels else {}
             out.append(Prediction(text, labels, scores, ev))
         return out
 
-    def evidence(self, text: str, labels: Iterable[str] | None = None, *, top: int = 3) -> dict[str, list[Span]]:
-        """Which words pushed each label up: the strongest located features, merged into spans."""
-        located = self._located(text)
+    def evidence(self, text: str, labels: Iterable[str] | None = None) -> dict[str, list[Span]]:
+        """Which words pushed each label up (default: every label), as character spans."""
+        lexes, offsets = next(iter(self._linguistics.lexes_at([text])))
+        return self._evidence(text, lexes, offsets, tuple(self.labels if labels is None else labels))
+
+    def _window_evidence(self, a: Any, b: Any, x: Any) -> tuple:
+        """Per label, the evidence units ending on x with a positive weight: (weight, from, to)
+        in token positions relative to x (a word, the word pair b x, a short pattern match)."""
+        units = []
+        if x is not EOS:
+            units.append((self._weight(self._unigram_columns(x)), 0, 1))
+            units.append((self._weight(self._bigram_columns(b, x)), -1 if b is not BOS else 0, 1))
+        else:
+            units.append((self._weight(self._bigram_columns(b, x)), -1, 0))
+        win = self._wcache.get((a, b, x)) or self._window(a, b, x)
+        for name, length in win[1]:
+            units.append((self._weight(self._pattern_columns(name)), 1 - length, 1))
+        value = tuple(tuple((w[j], s, e) for w, s, e in units if w[j] > 0) for j in range(len(self.labels)))
+        self._ecache[(a, b, x)] = value
+        return value
+
+    def _evidence(self, text: str, lexes: list, offsets: list[int], labels: tuple[str, ...], top: int = 3) -> dict[str, list[Span]]:
+        """The strongest evidence units (a word, a word pair, a pattern match) merged into spans."""
+        js = [self.labels.index(lab) for lab in labels]
+        cands: dict[int, list] = {j: [] for j in js}
+        ecache = self._ecache
+        a = b = BOS
+        i = 0
+        for i, x in enumerate(lexes + [EOS]):
+            ev = ecache.get((a, b, x)) or self._window_evidence(a, b, x)
+            for j in js:
+                cands[j].extend((w, i + s, i + e) for w, s, e in ev[j])
+            a, b = b, x
+        if self._patterns:
+            for name, s, e in self._ling.matcher.find_long([x.m for x in lexes]):
+                w = self._weight(self._pattern_columns(name))
+                for j in js:
+                    if w[j] > 0:
+                        cands[j].append((w[j], s, e))
         out: dict[str, list[Span]] = {}
-        for lab in self.labels if labels is None else labels:
-            j = self.labels.index(lab)
-            cand = sorted(((w[j], s, e) for _, w, s, e in located if w[j] > 0 and e > s), reverse=True)
+        for lab, j in zip(labels, js):
+            cand = sorted(cands[j], reverse=True)[:top]
             if not cand:
                 out[lab] = []
                 continue
             floor = 0.4 * cand[0][0]
-            chosen = sorted((s, e) for w, s, e in cand[:top] if w >= floor)
+            chosen = sorted((s, e) for w, s, e in cand if w >= floor and e > s)
             merged: list[list[int]] = []
             for s, e in chosen:
-                if merged and s <= merged[-1][1] + 1:
+                if merged and s <= merged[-1][1]:
                     merged[-1][1] = max(merged[-1][1], e)
                 else:
                     merged.append([s, e])
-            out[lab] = [Span(s, e, text[s:e]) for s, e in merged]
+            spans = []
+            for s, e in merged:
+                start, last = offsets[s], lexes[e - 1]
+                end = offsets[e - 1] + len(last.text)
+                if last.slot:
+                    close = text.find("}", offsets[e - 1])
+                    end = close + 1 if close >= 0 else end
+                spans.append(Span(start, end, text[start:end]))
+            out[lab] = spans
         return out
 
     def explain(self, text: str) -> list[tuple[str, str, dict[str, float]]]:

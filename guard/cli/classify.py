@@ -1,0 +1,56 @@
+"""``guard classify``: flag comparative, quantity and causal claims, one result per input line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+FORMATS = ("text", "json", "jsonl")
+BATCH = 4096
+
+
+def classify_cmd(
+    file: str = typer.Argument("-", help="Text file with one sentence per line, or - for standard input."),
+    fmt: str = typer.Option("text", "--format", "-f", help="Output format: text, json or jsonl."),
+    model: Optional[Path] = typer.Option(None, "--model", help="Model file (default: the model shipped with guard)."),
+) -> None:
+    """Print labels, per-label scores and evidence spans for every line."""
+    from guard.cli._common import read_text
+    from guard.errors import GuardError
+    from guard.freetext.model import load
+
+    if fmt not in FORMATS:
+        raise GuardError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}", location="--format")
+    lines = read_text(file).splitlines()
+    clf = load(model)
+    out = sys.stdout
+    if fmt == "json":
+        out.write("[")
+    first = True
+    for i in range(0, len(lines), BATCH):
+        preds = clf.predict(lines[i:i + BATCH])
+        if fmt == "text":
+            out.write("".join(_text_line(p) for p in preds))
+        elif fmt == "jsonl":
+            out.write("".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in preds))
+        else:
+            chunk = ",\n".join(json.dumps(p.to_dict(), ensure_ascii=False) for p in preds)
+            if chunk:
+                out.write(("\n" if first else ",\n") + chunk)
+                first = False
+    if fmt == "json":
+        out.write("\n]\n")
+
+
+def _text_line(p) -> str:
+    labels = ",".join(p.labels) or "-"
+    evidence = "; ".join(f"{lab}: " + ", ".join(repr(s.text) for s in spans) for lab, spans in p.spans.items() if spans)
+    return f"{labels}\t{p.text}" + (f"\t[{evidence}]" if evidence else "") + "\n"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("classify")(classify_cmd)
