@@ -19,9 +19,13 @@ COMMANDS = [
     "guard.cli.check",
     "guard.cli.schema",
     "guard.cli.demo",
+    "guard.cli.run",
+    "guard.cli.audit",
     "guard.cli.monitor",
     "guard.cli.lint",
     "guard.cli.grammars",
+    "guard.cli.train",
+    "guard.cli.classify",
 ]
 
 app = typer.Typer(
