@@ -121,7 +121,7 @@ def payloads() -> dict[str, dict[str, Any]]:
                        claim("eta", "date", "estimated_delivery", "2026-08-03", "ord_88432")],
         },
         "regenerate": {
-            "answer_template": "Your order {order_id} came to {total} and contains {item_count} items.",
+            "answer_template": "The total for order {order_id} is {total}. It contains {item_count} items.",
             "claims": [claim("order_id", "identifier", "id", "ord_88431"),
                        claim("total", "money", "total_minor", "£1,199.00"),
                        claim("item_count", "integer", "line_count", 3)],
