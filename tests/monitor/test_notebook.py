@@ -1,0 +1,22 @@
+"""notebooks/monitoring.ipynb runs from top to bottom (its own asserts check the story it tells)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "monitoring.ipynb"
+
+
+@pytest.mark.slow
+def test_monitoring_notebook_executes(tmp_path: Path) -> None:
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    text = "".join(o.get("text", "") for o in outputs)
+    assert "flagged [('order.shipped_at', 'contradicted')] from 18:00; prose drift from 20:00" in text
+    assert any("image/png" in o.get("data", {}) for o in outputs)
