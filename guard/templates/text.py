@@ -113,7 +113,7 @@ def _gaps(template: str, toks: Sequence[Tok]) -> list[Gap]:
             continue
         if not gap:
             msg = f"missing space between '{prev.text}' and '{tok.text}'"
-            gaps.append(Gap(prev.end, tok.end, msg))
+            gaps.append(Gap(prev.start, tok.end, msg))
             continue
         if "\n" in gap:
             msg = f"line break inside a sentence, before '{tok.text}'"

@@ -1,0 +1,195 @@
+"""``guard lint`` and ``guard grammars`` through typer's CliRunner: output formats and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import regex
+import typer
+import yaml
+from typer.testing import CliRunner
+
+from guard.cli import grammars as grammars_cli
+from guard.cli import lint as lint_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = ("Your order {order_id} shipped on {ship_date} and is expected to arrive on {eta}. "
+        "It contains {item_count} items.\n")
+SEED_TYPES = "order_id: identifier\nship_date: date\neta: date\nitem_count: integer\n"
+BAD = "Hi {name},\nYour order {order_id} shipped on {total}. This is unusual for orders of this size.\n"
+
+
+@pytest.fixture(scope="module")
+def app() -> typer.Typer:
+    a = typer.Typer()
+    lint_cli.register(a)
+    grammars_cli.register(a)
+    return a
+
+
+@pytest.fixture
+def run(app):
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(app, [str(a) for a in args])
+
+    return invoke
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "good.txt").write_text(SEED)
+    (tmp_path / "good.txt.slots.yaml").write_text(SEED_TYPES)
+    (tmp_path / "bad.txt").write_text(BAD)
+    (tmp_path / "bad.txt.slots.yaml").write_text("name: string\norder_id: identifier\ntotal: money\n")
+    return tmp_path
+
+
+def test_clean_file_exits_0(run, tree: Path) -> None:
+    r = run("lint", tree / "good.txt", "--domain", "orders")
+    assert r.exit_code == 0, r.output
+    assert "0 findings" in r.output
+
+
+def test_slot_types_from_command_line(run, tmp_path: Path) -> None:
+    (tmp_path / "t.txt").write_text(SEED)
+    assert run("lint", tmp_path / "t.txt", "-d", "orders").exit_code == 1
+    r = run("lint", tmp_path / "t.txt", "-d", "orders", "-s", "order_id=identifier", "-s", "ship_date=date",
+            "-s", "eta=date", "-s", "item_count=integer")
+    assert r.exit_code == 0, r.output
+
+
+def test_findings_exit_1_with_caret_under_the_fault(run, tree: Path) -> None:
+    r = run("lint", tree, "--domain", "orders")
+    assert r.exit_code == 1
+    lines = r.output.splitlines()
+    i = next(k for k, ln in enumerate(lines) if "S202" in ln)
+    assert lines[i].startswith(f"{tree / 'bad.txt'}:2:34: error S202 shape.slot_type")
+    assert lines[i + 1].strip() == BAD.splitlines()[1]
+    caret = lines[i + 2]
+    assert caret.index("^") - 4 == 33 and caret.count("^") == len("{total}")
+    assert "nearest approved shapes:" in r.output and "Your order {IDENTIFIER} shipped on {DATE}." in r.output
+    assert "S201" in r.output and "'This'" in r.output
+
+
+def test_json_format(run, tree: Path) -> None:
+    r = run("lint", tree, "-d", "orders", "--format", "json")
+    assert r.exit_code == 1
+    doc = json.loads(r.output)
+    assert doc["ok"] is False and doc["summary"]["files"] == 2
+    by = {Path(f["path"]).name: f for f in doc["files"]}
+    assert by["good.txt"]["ok"] and [s["shape"] for s in by["good.txt"]["sentences"]] == [
+        "order_shipped_with_eta", "order_contains"]
+    codes = [f["code"] for f in by["bad.txt"]["findings"]]
+    assert codes == ["S202", "S201"]
+    f = by["bad.txt"]["findings"][0]
+    assert {"code", "name", "message", "severity", "sentence", "start", "end", "line", "column", "data"} <= set(f)
+
+
+def _check_sarif(doc: dict) -> None:
+    assert doc["version"] == "2.1.0" and doc["$schema"].endswith("sarif-2.1.0.json")
+    (run,) = doc["runs"]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "guard" and "version" in driver
+    ids = [r["id"] for r in driver["rules"]]
+    for rule in driver["rules"]:
+        assert {"id", "name", "shortDescription"} <= set(rule) and rule["shortDescription"]["text"]
+    for res in run["results"]:
+        assert {"ruleId", "ruleIndex", "level", "message", "locations"} <= set(res)
+        assert ids[res["ruleIndex"]] == res["ruleId"]
+        assert res["level"] in {"error", "warning", "note"}
+        assert res["message"]["text"]
+        loc = res["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uri"]
+        region = loc["region"]
+        assert region["startLine"] >= 1 and region["startColumn"] >= 1
+        assert (region["endLine"], region["endColumn"]) >= (region["startLine"], region["startColumn"])
+
+
+def test_sarif_format(run, tree: Path) -> None:
+    r = run("lint", tree, "-d", "orders", "-f", "sarif")
+    assert r.exit_code == 1
+    doc = json.loads(r.output)
+    _check_sarif(doc)
+    results = doc["runs"][0]["results"]
+    assert {res["ruleId"] for res in results} == {"S201", "S202"}
+    s202 = next(res for res in results if res["ruleId"] == "S202")
+    assert s202["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+    assert s202["locations"][0]["physicalLocation"]["region"]["startColumn"] == 34
+
+
+def test_payload_file_points_into_the_json(run, tmp_path: Path) -> None:
+    claims = [{"key": "order_id", "type": "identifier", "entity": "order", "entity_id": "o1", "field": "id",
+               "value": "o1"},
+              {"key": "ship_date", "type": "date", "entity": "order", "entity_id": "o1", "field": "shipped",
+               "value": "2024-05-01"}]
+    text = json.dumps({"claims": claims, "answer_template":
+                       "Your order {order_id} shipped on {ship_date}.\nIt is unusually quick \u2014 nice."},
+                      indent=1)
+    p = tmp_path / "payload.json"
+    p.write_text(text)
+    r = run("lint", p, "-d", "orders", "-f", "sarif")
+    assert r.exit_code == 1
+    doc = json.loads(r.output)
+    _check_sarif(doc)
+    region = doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
+    line = text.splitlines()[region["startLine"] - 1]
+    start, end = region["startColumn"] - 1, region["endColumn"] - 1
+    assert line[start:end] == "unusually"
+
+
+def test_usage_and_input_errors_exit_2(run, tree: Path, tmp_path: Path) -> None:
+    assert run("lint", tree / "good.txt", "-d", "nope").exit_code == 2
+    assert run("lint", tree / "good.txt", "-d", "orders", "-f", "xml").exit_code == 2
+    assert run("lint", tree / "good.txt", "-d", "orders", "-s", "oops").exit_code == 2
+    assert run("lint", tree / "good.txt").exit_code == 2
+    r = run("lint", tree / "missing.txt", tree / "good.txt", "-d", "orders")
+    assert r.exit_code == 2 and "missing.txt" in r.output
+    (tmp_path / "broken.json").write_text("{not json")
+    assert run("lint", tmp_path / "broken.json", "-d", "orders").exit_code == 2
+    (tmp_path / "s.txt").write_text(SEED)
+    (tmp_path / "s.txt.slots.yaml").write_text("- not a mapping\n")
+    assert run("lint", tmp_path / "s.txt", "-d", "orders").exit_code == 2
+    (tmp_path / "empty").mkdir()
+    assert run("lint", tmp_path / "empty", "-d", "orders").exit_code == 2
+
+
+def test_user_grammar_dir(run, tmp_path: Path) -> None:
+    (tmp_path / "travel.lark").write_text('%import core (sign_off)\nsentence: booked | sign_off\n'
+                                          'booked: "Your booking" IDENTIFIER_SLOT "is confirmed."\n')
+    (tmp_path / "t.txt").write_text("Your booking {ref} is confirmed.\n")
+    r = run("lint", tmp_path / "t.txt", "-d", "travel", "--grammar-dir", tmp_path, "-s", "ref=identifier")
+    assert r.exit_code == 0, r.output
+    r = run("grammars", "list", "--grammar-dir", tmp_path)
+    assert r.exit_code == 0 and "travel" in r.output and "orders" in r.output
+
+
+def test_grammars_list_show_export(run, tmp_path: Path) -> None:
+    r = run("grammars", "list")
+    assert r.exit_code == 0
+    assert {ln.split()[0] for ln in r.output.splitlines()} >= {"orders", "billing", "account"}
+    r = run("grammars", "show", "orders")
+    assert r.exit_code == 0
+    assert "order_shipped_with_eta" in r.output
+    assert "on {DATE} and is expected to arrive on {DATE}." in r.output
+    doc = json.loads(run("grammars", "show", "billing", "-f", "json").output)
+    assert len(doc["shapes"]) >= 25
+    r = run("grammars", "export", "orders", "--format", "regex", "-s", "order_id=identifier", "-s", "d=date")
+    assert r.exit_code == 0
+    assert regex.fullmatch(r.output.strip(), "Your order {order_id} shipped on {d}.")
+    out = tmp_path / "orders.lark"
+    r = run("grammars", "export", "orders", "--format", "lark", "-o", out)
+    assert r.exit_code == 0 and out.read_text().startswith("// Approved sentence shapes")
+    assert run("grammars", "show", "nope").exit_code == 2
+    assert run("grammars", "export", "orders", "-f", "ebnf").exit_code == 2
+
+
+def test_pre_commit_hook_definition() -> None:
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    (hook,) = [h for h in hooks if h["id"] == "guard-lint"]
+    assert hook["entry"] == "guard lint" and hook["language"] == "python"
+    assert {"id", "name", "entry", "language", "files"} <= set(hook)
+    assert regex.search(hook["files"], "templates/shipped.txt") and not regex.search(hook["files"], "a.txt.slots.yaml")
