@@ -52,9 +52,11 @@ def _now() -> str:
 def _encode(event: Mapping[str, Any], include_values: bool) -> bytes:
     if not isinstance(event, Mapping):
         raise GuardError(f"an event must be a mapping, got {type(event).__name__}")
-    record = dict(event)
-    if "ts" not in record:
-        record = {"ts": _now(), **record}
+    if "ts" in event:
+        record = dict(event)
+    else:
+        record = {"ts": _now()}
+        record.update(event)
     if not include_values:
         for key in VALUE_KEYS:
             record.pop(key, None)
@@ -88,6 +90,7 @@ class EventLog:
         self.backup_count = backup_count
         self.include_values = include_values
         self.compress = compress
+        self._where = os.fspath(self.path)
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self._thread_lock = threading.Lock()
         self._fd: int | None = None
@@ -126,7 +129,7 @@ class EventLog:
         assert self._fd is not None
         mine = os.fstat(self._fd)
         try:
-            there = os.stat(self.path)
+            there = os.stat(self._where)
         except FileNotFoundError:
             there = None
         if there is None or (there.st_ino, there.st_dev) != (mine.st_ino, mine.st_dev):
