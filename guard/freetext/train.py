@@ -76,9 +76,12 @@ def tune_thresholds(Y: np.ndarray, probs: np.ndarray) -> list[float]:
 
 
 def _strata(Y: np.ndarray, folds: int) -> list[str]:
+    """Label-set strata for StratifiedKFold; sets too rare to split join the most common set."""
     keys = ["".join(map(str, row)) for row in Y]
     counts = {k: keys.count(k) for k in set(keys)}
-    return [k if counts[k] >= folds else "rare" for k in keys]
+    rare = sum(n for n in counts.values() if n < folds)
+    fallback = "rare" if rare >= folds else max(counts, key=lambda k: (counts[k], k))
+    return [k if counts[k] >= folds else fallback for k in keys]
 
 
 def _fold_score(params: dict[str, Any], texts: list[str], Y: np.ndarray, tr: np.ndarray, te: np.ndarray) -> tuple[dict, float]:

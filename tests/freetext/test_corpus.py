@@ -1,0 +1,102 @@
+"""The labelled corpus is valid, large and varied enough, and the reader reports bad lines precisely."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from guard.errors import CorpusError
+from guard.freetext.corpus import LABELS, corpus_files, read_corpus, split_of, summary
+
+from .conftest import CORPUS
+
+DOMAINS = {"orders", "billing", "banking", "travel", "telecom", "healthcare", "saas", "insurance", "utilities", "food_delivery"}
+
+
+def test_corpus_meets_the_issue(corpus_examples):
+    s = summary(corpus_examples)
+    print(f"\n{s['n']} sentences; splits {s['splits']}; labels {s['labels']}; clean {s['clean']}; multi-label {s['multi_label']}")
+    print(f"slots {s['with_slots']:.1%}; hard {s['hard']:.1%}; registers {s['registers']}")
+    for dom, counts in s["labels_by_domain"].items():
+        print(f"  {dom:14s} {s['domains'][dom]:4d}  " + "  ".join(f"{lab} {n}" for lab, n in counts.items()))
+    assert s["n"] >= 3000
+    assert DOMAINS <= set(s["domains"]), DOMAINS - set(s["domains"])
+    assert s["with_slots"] >= 0.35
+    assert s["hard"] >= 0.30
+    for lab in LABELS:
+        assert s["labels"][lab] >= 300, lab
+    assert set(s["registers"]) == {"formal", "casual", "terse", "apologetic"}
+
+
+def test_every_file_is_one_domain_and_every_split_follows_the_hash():
+    for f in corpus_files(CORPUS):
+        assert f.stem in DOMAINS, f.name
+    # read_corpus already checks these; check independently from the raw lines too
+    seen: dict[str, str] = {}
+    for f in corpus_files(CORPUS):
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            d = json.loads(line)
+            assert d["split"] == split_of(d["text"]), f"{f.name}:{n}"
+            assert d["labels"] == sorted(set(d["labels"])) and set(d["labels"]) <= set(LABELS), f"{f.name}:{n}"
+            key = d["text"].strip().lower()
+            assert key not in seen, f"{f.name}:{n} duplicates {seen.get(key)}"
+            seen[key] = f"{f.name}:{n}"
+
+
+def test_no_leakage_across_splits(corpus_examples):
+    by_split: dict[str, set[str]] = {}
+    for e in corpus_examples:
+        by_split.setdefault(e.split, set()).add(e.text.strip().lower())
+    assert set(by_split) == {"train", "dev", "test"}
+    assert not by_split["train"] & by_split["dev"]
+    assert not by_split["train"] & by_split["test"]
+    assert not by_split["dev"] & by_split["test"]
+
+
+def _line(text, labels=(), split=None, **kw):
+    row = {"text": text, "labels": list(labels), "domain": kw.pop("domain", "orders"), "split": split or split_of(text),
+           "hard": False, "register": "formal"}
+    row.update(kw)
+    return json.dumps(row)
+
+
+def test_reader_reports_file_and_line(tmp_path):
+    good = _line("Your order shipped on {ship_date}.")
+    (tmp_path / "orders.jsonl").write_text("\n".join([
+        good,
+        "{not json",
+        _line("It arrived faster than usual.", ["comparative", "causal"]),
+        _line("Three items are missing.", ["number"]),
+        _line("Some text here.", split="dev" if split_of("Some text here.") != "dev" else "test"),
+        _line("YOUR ORDER SHIPPED ON {ship_date}."),
+        _line("Wrong domain line here.", domain="billing"),
+    ]) + "\n", encoding="utf-8")
+    with pytest.raises(CorpusError) as err:
+        read_corpus(tmp_path)
+    where = [p.location for p in err.value.problems]
+    codes = [p.code for p in err.value.problems]
+    f = str(tmp_path / "orders.jsonl")
+    assert where == [f"{f}:{n}" for n in (2, 3, 4, 5, 6, 7)]
+    assert codes == ["corpus.json", "corpus.labels", "corpus.labels", "corpus.split", "corpus.duplicate", "corpus.domain"]
+    assert f"{f}:2" in str(err.value)
+
+
+def test_reader_rejects_missing_and_empty(tmp_path):
+    with pytest.raises(CorpusError, match="not found"):
+        read_corpus(tmp_path / "nope")
+    with pytest.raises(CorpusError, match="no \\*.jsonl"):
+        read_corpus(tmp_path)
+    (tmp_path / "orders.jsonl").write_text(json.dumps({"text": "x"}) + "\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match="missing field"):
+        read_corpus(tmp_path)
+
+
+def test_split_formula_is_stable_and_case_insensitive():
+    assert split_of("Hello there.") == split_of("  hello THERE.  ")
+    counts = {s: 0 for s in ("train", "dev", "test")}
+    for i in range(2000):
+        counts[split_of(f"sentence {i}")] += 1
+    assert 0.65 < counts["train"] / 2000 < 0.75 and 0.10 < counts["dev"] / 2000 < 0.20

@@ -1,0 +1,136 @@
+"""The spaCy featurizer: estimator contract, slot masking, and the two matchers agreeing."""
+
+from __future__ import annotations
+
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.pipeline import Pipeline
+
+from guard.freetext.corpus import label_matrix
+from guard.freetext.estimators import MultiLabelLogistic, SpacyFeaturizer
+from guard.freetext.featurize import SLOT_CHAR, linguistics, mask_slots
+from guard.freetext.lexicon import default_lexicon
+
+TEXTS = [
+    "Express delivery is quicker than standard.",
+    "Your order contains 3 items.",
+    "It contains {item_count} items.",
+    "The parcel is late because of a storm.",
+    "Thanks for your patience.",
+    "Most customers choose express at checkout.",
+    "Since {hold_date} we have held it.",
+    "Since you opted out, we stopped the emails.",
+    "This is our most popular plan.",
+    "Refunds land within five working days.",
+    "Autopay lowers the chance of a missed payment.",
+    "Please reply to this email.",
+]
+Y = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0], [1, 0, 0], [0, 0, 0], [0, 0, 1],
+              [0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0], [0, 0, 0]])
+
+
+def test_mask_keeps_offsets_and_hides_slot_names():
+    text = "Refund {amount_gbp} sent on {refund_date}, in {days_late} days."
+    masked = mask_slots(text)
+    assert len(masked) == len(text)
+    assert "amount" not in masked and "days_late" not in masked
+    assert masked.count(SLOT_CHAR) == 3
+    assert masked[masked.index(SLOT_CHAR)] == SLOT_CHAR and text[masked.index(SLOT_CHAR)] == "{"
+    assert mask_slots("no slots here") == "no slots here"
+    assert mask_slots("stray { brace") == "stray { brace"
+    assert SLOT_CHAR not in mask_slots(f"user typed {SLOT_CHAR} itself")
+
+
+def test_slot_values_and_names_are_not_features():
+    f = SpacyFeaturizer().fit(TEXTS)
+    names = set(f.get_feature_names_out())
+    assert not any("item_count" in n or "hold_date" in n for n in names)
+    a, b = f.transform(["It contains {item_count} items."]), f.transform(["It contains {n} items."])
+    assert (a != b).nnz == 0
+    digit = f.transform(["It contains 3 items."])
+    assert (a != digit).nnz > 0
+
+
+def test_clone_keeps_params_and_drops_fitted_state():
+    f = SpacyFeaturizer(min_df=1, groups=("words", "patterns")).fit(TEXTS)
+    c = clone(f)
+    assert c.get_params() == f.get_params()
+    assert not hasattr(c, "vocabulary_")
+    m = clone(MultiLabelLogistic(C=3.0))
+    assert m.C == 3.0
+
+
+def test_pipeline_and_grid_search_on_tiny_data():
+    pipe = Pipeline([("features", SpacyFeaturizer(min_df=1)), ("model", MultiLabelLogistic())])
+    grid = GridSearchCV(pipe, {"model__C": [0.5, 2.0], "features__groups": [None, ("words", "patterns")]},
+                        cv=KFold(3, shuffle=True, random_state=0), scoring="f1_micro")
+    grid.fit(TEXTS * 2, np.vstack([Y, Y]))
+    assert set(grid.best_params_) == {"model__C", "features__groups"}
+    probs = grid.predict_proba(["It arrived faster than usual."])
+    assert probs.shape == (1, 3) and ((probs >= 0) & (probs <= 1)).all()
+
+
+def test_joblib_round_trip_without_spacy_objects(tmp_path):
+    pipe = Pipeline([("features", SpacyFeaturizer(min_df=1)), ("model", MultiLabelLogistic())]).fit(TEXTS, Y)
+    path = tmp_path / "pipe.joblib"
+    joblib.dump(pipe, path)
+    again = joblib.load(path)
+    np.testing.assert_allclose(again.predict_proba(TEXTS), pipe.predict_proba(TEXTS))
+    blob = pickle.dumps(pipe)
+    assert b"spacy.lang" not in blob and b"Language" not in blob and b"Tokenizer" not in blob
+
+
+def test_transform_is_binary_sparse_and_unfitted_raises():
+    f = SpacyFeaturizer(min_df=1)
+    with pytest.raises(Exception, match="not fitted"):
+        f.transform(TEXTS)
+    X = f.fit_transform(TEXTS)
+    assert X.shape == (len(TEXTS), len(f.vocabulary_))
+    assert set(np.unique(X.data)) == {1.0}
+    with pytest.raises(ValueError, match="single string"):
+        f.transform("one string")
+    with pytest.raises(ValueError, match="unknown feature groups"):
+        SpacyFeaturizer(groups=("nope",)).fit(TEXTS)
+
+
+def test_features_carry_linguistics():
+    ling = linguistics(default_lexicon())
+    all_groups = frozenset(("words", "lemmas", "classes", "shape", "suffix", "bigrams", "trigrams", "patterns"))
+
+    def feats(text):
+        return set(ling.features(next(iter(ling.lexes([text]))), all_groups))
+
+    assert {"m=cmp", "p=CMP_THAN", "l=quick"} <= feats("Express is quicker than standard.")
+    assert {"m=sup", "p=SUPERLATIVE"} <= feats("This is the cheapest plan.")
+    assert "p=EQUATIVE" in feats("The new card works just as fast as the old one.")
+    assert {"num", "p=NUM_UNIT", "a=#NUM #TIME_UNIT"} <= feats("It takes 3 days.")
+    assert "p=NUMBER_WORD" in feats("It takes five days.")
+    assert "p=EFFECT_VERB" in feats("Exercise reduces blood pressure.")
+    assert "p=EFFECT_VERB" in feats("Smoking increases the risk of cancer.")
+    assert "p=CORRELATION" in feats("Income is associated with health.")
+    assert "p=EFFECT_VERB" not in feats("Income is associated with health.")
+    assert "p=SINCE_TEMPORAL" in feats("Since {date} it has been locked.")
+    assert "p=SINCE_CLAUSE" in feats("Since you opted out, we stopped.")
+    assert "m=cmp" not in feats("Your number is on the order.")
+
+
+def test_fast_matcher_equals_spacy_matcher(corpus_examples):
+    ling = linguistics(default_lexicon())
+    texts = [e.text for e in corpus_examples[::4]] + TEXTS + ["", "   ", "{a}{b}", "As fast as, as soon as possible!"]
+    for text, lexes in zip(texts, ling.lexes(texts)):
+        fast = sorted(set(ling.matcher.find([x.m for x in lexes])))
+        assert fast == sorted(ling.spacy_matches(text)), text
+
+
+def test_model_fast_columns_equal_featurizer_features(corpus_examples, shipped):
+    ling = shipped._linguistics
+    vocab = shipped.vocabulary
+    texts = [e.text for e in corpus_examples[1::5]] + TEXTS + ["", "a", "{x}"]
+    for text, lexes in zip(texts, ling.lexes(texts)):
+        slow = {vocab[f] for f in ling.features(lexes, frozenset(shipped.groups)) if f in vocab}
+        assert shipped._columns(lexes) == slow, text

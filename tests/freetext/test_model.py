@@ -1,0 +1,175 @@
+"""The shipped model: loads beside a matching card, meets the quality bar, never crashes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from guard.errors import GuardError, ModelError
+from guard.freetext import LABELS, Prediction, load
+from guard.freetext.corpus import label_matrix
+from guard.freetext.model import card_path, check_card, default_model_path, library_versions
+from guard.freetext.train import label_metrics
+
+MODEL = default_model_path()
+
+
+def test_shipped_model_and_card_exist_and_are_small():
+    assert MODEL.is_file() and card_path(MODEL).is_file()
+    assert MODEL.stat().st_size < 20 * 1024 * 1024
+    card = json.loads(card_path(MODEL).read_text())
+    assert card["labels"] == list(LABELS)
+    assert set(card["thresholds"]) == set(LABELS)
+    assert len(card["corpus"]["sha256"]) == 64
+    for lib in ("scikit-learn", "spacy", "spacy-lookups-data", "numpy"):
+        assert lib in card["libraries"]
+    for split in ("dev", "test"):
+        assert set(card["metrics"][split]) == set(LABELS)
+        assert set(card["baselines"]["keyword"][split]) == set(LABELS)
+        assert set(card["baselines"]["bag_of_words"][split]) == set(LABELS)
+
+
+def test_shipped_model_meets_f1_on_test_split_and_beats_baselines(shipped, corpus_examples):
+    test = [e for e in corpus_examples if e.split == "test"]
+    probs = shipped.predict_proba([e.text for e in test])
+    pred = (probs >= shipped.thresholds).astype(int)
+    m = label_metrics(label_matrix(test), pred)
+    card = shipped.card
+    for lab in LABELS:
+        assert m[lab]["f1"] >= 0.92, (lab, m[lab])
+        for base in ("keyword", "bag_of_words"):
+            assert m[lab]["f1"] > card["baselines"][base]["test"][lab]["f1"], (lab, base)
+
+
+def test_predict_returns_labels_scores_and_spans(shipped):
+    texts = ["Your parcel is late because of a storm at the hub.", "It contains {item_count} items.",
+             "It contains 3 items.", "Express is quicker than standard post.", "Thanks for your patience."]
+    preds = shipped.predict(texts)
+    assert [p.labels for p in preds] == [("causal",), (), ("quantity",), ("comparative",), ()]
+    for p in preds:
+        assert isinstance(p, Prediction) and set(p.scores) == set(LABELS)
+        assert set(p.spans) == set(p.labels)
+        for lab, spans in p.spans.items():
+            assert spans, lab
+            for s in spans:
+                assert p.text[s.start:s.end] == s.text and s.text.strip()
+    assert "because" in preds[0].spans["causal"][0].text
+    assert "3" in preds[2].spans["quantity"][0].text
+    assert preds[0].to_dict()["labels"] == ["causal"]
+    assert shipped.predict("It contains 3 items.")[0].labels == ("quantity",)
+    assert shipped.predict([]) == []
+    assert shipped.predict_proba([]).shape == (0, len(LABELS))
+
+
+def test_slot_supplied_values_are_clean_but_free_text_values_are_not(shipped):
+    pairs = [("Your refund of {amount} was sent on {refund_date}.", ()),
+             ("We've been holding it since {hold_date}.", ()),
+             ("Since your card expired, the payment failed.", ("causal",)),
+             ("Learn more in the help centre.", ()),
+             ("Most customers choose express at checkout.", ("quantity",))]
+    for text, labels in pairs:
+        assert shipped.predict(text)[0].labels == labels, text
+
+
+def test_batch_and_single_predictions_agree(shipped, corpus_examples):
+    texts = [e.text for e in corpus_examples[:200]]
+    batch = shipped.predict_proba(texts)
+    single = np.vstack([shipped.predict_proba([t]) for t in texts[:40]])
+    np.testing.assert_allclose(batch[:40], single, rtol=1e-6)
+
+
+def test_predict_rejects_non_strings(shipped):
+    with pytest.raises(ModelError, match="item 1"):
+        shipped.predict(["ok", 3])
+    with pytest.raises(ModelError):
+        shipped.predict(None)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(max_size=200), max_size=8))
+def test_predict_never_crashes_on_arbitrary_unicode(shipped, texts):
+    preds = shipped.predict(texts)
+    assert len(preds) == len(texts)
+    for p, t in zip(preds, texts):
+        assert p.text == t
+        assert all(0.0 <= v <= 1.0 for v in p.scores.values())
+        for spans in p.spans.values():
+            for s in spans:
+                assert 0 <= s.start <= s.end <= len(t) and t[s.start:s.end] == s.text
+
+
+@given(st.text(alphabet=st.sampled_from(list("{}ab _\ue000.1")), max_size=60))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_braces_and_private_characters_never_break_spans(shipped, text):
+    (p,) = shipped.predict([text])
+    for spans in p.spans.values():
+        for s in spans:
+            assert text[s.start:s.end] == s.text
+
+
+# --- the model card guards the load ------------------------------------------------
+
+
+@pytest.fixture()
+def model_copy(tmp_path):
+    dst = tmp_path / "freetext.joblib"
+    shutil.copy(MODEL, dst)
+    shutil.copy(card_path(MODEL), card_path(dst))
+    return dst
+
+
+def _edit_card(path, fn):
+    cp = card_path(path)
+    card = json.loads(cp.read_text())
+    fn(card)
+    cp.write_text(json.dumps(card))
+
+
+def test_copy_loads(model_copy):
+    assert load(model_copy).labels == LABELS
+
+
+@pytest.mark.parametrize("lib, version, expect", [
+    ("scikit-learn", "0.24.2", "scikit-learn 0.24.2"),
+    ("spacy", "2.3.0", "spacy 2.3.0"),
+    ("spacy-lookups-data", "0.1.0", "spacy-lookups-data"),
+])
+def test_library_version_mismatch_is_a_model_error(model_copy, lib, version, expect):
+    _edit_card(model_copy, lambda c: c["libraries"].__setitem__(lib, version))
+    with pytest.raises(ModelError, match=expect) as err:
+        load(model_copy)
+    assert "retrain" in str(err.value)
+
+
+def test_patch_level_differences_are_accepted(model_copy):
+    card = json.loads(card_path(model_copy).read_text())
+    installed = library_versions()
+    bumped = dict(installed, **{"scikit-learn": installed["scikit-learn"].rsplit(".", 1)[0] + ".999"})
+    check_card(card, model_copy, installed=bumped)
+
+
+def test_label_mismatch_is_a_model_error(model_copy):
+    _edit_card(model_copy, lambda c: c.__setitem__("labels", ["causal", "quantity"]))
+    with pytest.raises(ModelError, match="labels"):
+        load(model_copy)
+
+
+def test_missing_card_corrupt_file_and_missing_model(model_copy, tmp_path):
+    with pytest.raises(ModelError, match="not found"):
+        load(tmp_path / "absent.joblib")
+    data = model_copy.read_bytes()
+    model_copy.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelError, match="sha256"):
+        load(model_copy)
+    _edit_card(model_copy, lambda c: c["model_file"].__setitem__("sha256", None))
+    with pytest.raises(ModelError, match="cannot be read"):
+        load(model_copy)
+    card_path(model_copy).unlink()
+    with pytest.raises(ModelError, match="card"):
+        load(model_copy)
+    assert issubclass(ModelError, GuardError)
