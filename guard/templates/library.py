@@ -11,8 +11,10 @@ Compiled grammars are cached per process and rebuilt when a file changes.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
@@ -107,8 +109,13 @@ def grammar_dirs(grammar_dir: str | os.PathLike[str] | Iterable[str | os.PathLik
             if not p.is_dir():
                 raise GrammarError(f"grammar directory {str(p)!r} does not exist", location=str(p))
             dirs.append(p.resolve())
-    dirs.append(data_path("grammars"))
+    dirs.append(_shipped())
     return dirs
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped() -> Path:
+    return data_path("grammars")
 
 
 def list_domains(grammar_dir: Any = None) -> dict[str, Path]:
@@ -265,7 +272,9 @@ def _shapes(lk: lark.Lark, terminals: dict[str, Sym], path: Path) -> dict[str, S
     return shapes
 
 
-_CACHE: dict[tuple[Any, ...], tuple[Grammar, list[tuple[Path, int, int]]]] = {}
+_CACHE: dict[tuple[Any, ...], tuple[Grammar, list[tuple[Path, int, int]], float]] = {}
+RECHECK_SECONDS = 1.0
+"""How long a compiled grammar is trusted before its files are stat()ed again."""
 _LOCK = threading.Lock()
 
 
@@ -293,8 +302,13 @@ def load_grammar(domain: str, *, grammar_dir: Any = None, parser: str = "lalr", 
     key = (domain, tuple(dirs), parser)
     if cache:
         hit = _CACHE.get(key)
-        if hit is not None and _stamp([s[0] for s in hit[1]]) == hit[1]:
-            return hit[0]
+        if hit is not None:
+            now = time.monotonic()
+            if now - hit[2] < RECHECK_SECONDS:
+                return hit[0]
+            if _stamp([s[0] for s in hit[1]]) == hit[1]:
+                _CACHE[key] = (hit[0], hit[1], now)
+                return hit[0]
     domains = list_domains(dirs[:-1] or None)
     if domain not in domains:
         known = ", ".join(sorted(domains)) or "none"
@@ -302,7 +316,7 @@ def load_grammar(domain: str, *, grammar_dir: Any = None, parser: str = "lalr", 
     g = _compile(domain, domains[domain], dirs, parser)
     if cache:
         with _LOCK:
-            _CACHE[key] = (g, _stamp(g.files))
+            _CACHE[key] = (g, _stamp(g.files), time.monotonic())
     return g
 
 

@@ -170,15 +170,25 @@ def render(node: Node, tok: Callable[[Tok], str], alt: Callable[[list[str]], str
 
 
 def edit_distance(a: Sequence[object], b: Sequence[object], bound: int | None = None) -> int:
-    """Token-level Levenshtein distance; gives up early (returns ``bound``+1) past ``bound``."""
+    """Token-level Levenshtein distance; gives up early (returns ``bound``+1) once it must exceed ``bound``."""
     if bound is not None and abs(len(a) - len(b)) > bound:
         return bound + 1
     prev = list(range(len(b) + 1))
     for i, x in enumerate(a, 1):
-        cur = [i]
+        cur = [i] * (len(b) + 1)
+        low = i
         for j, y in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
-        if bound is not None and min(cur) > bound:
+            v = prev[j - 1] + (x != y)
+            d = prev[j] + 1
+            if d < v:
+                v = d
+            d = cur[j - 1] + 1
+            if d < v:
+                v = d
+            cur[j] = v
+            if v < low:
+                low = v
+        if bound is not None and low > bound:
             return bound + 1
         prev = cur
     return prev[-1]
@@ -194,22 +204,46 @@ class Nearest:
         return {"shape": self.shape, "text": self.text, "distance": self.distance}
 
 
-def nearest_shapes(grammar: Grammar, syms: Sequence[Sym], k: int = 3) -> list[Nearest]:
-    """The ``k`` shapes whose closest variant needs the fewest token edits to become ``syms``."""
-    best: list[Nearest] = []
-    for shape in grammar.shapes.values():
-        bound = best[-1].distance if len(best) >= k else None
-        top: tuple[int, tuple[Sym, ...]] | None = None
+_BY_LENGTH: dict[int, tuple[Grammar, dict[int, list[tuple[int, str, tuple[Sym, ...]]]]]] = {}
+
+
+def _by_length(grammar: Grammar) -> dict[int, list[tuple[int, str, tuple[Sym, ...]]]]:
+    hit = _BY_LENGTH.get(id(grammar))
+    if hit is not None and hit[0] is grammar:
+        return hit[1]
+    table: dict[int, list[tuple[int, str, tuple[Sym, ...]]]] = {}
+    for order, shape in enumerate(grammar.shapes.values()):
         for v in shape.variants:
-            d = edit_distance(syms, v, bound if top is None else min(top[0], bound or top[0]))
-            if top is None or d < top[0]:
-                top = (d, v)
-        if top is None or (bound is not None and top[0] > bound):
-            continue
-        best.append(Nearest(shape.name, readable_tokens(top[1]), top[0]))
-        best.sort(key=lambda n: n.distance)
-        del best[k:]
-    return best
+            table.setdefault(len(v), []).append((order, shape.name, v))
+    _BY_LENGTH[id(grammar)] = (grammar, table)
+    return table
+
+
+def nearest_shapes(grammar: Grammar, syms: Sequence[Sym], k: int = 3) -> list[Nearest]:
+    """The ``k`` shapes whose closest variant needs the fewest token edits to become ``syms``.
+
+    Variants are visited by length nearest to the sentence's, and the search
+    stops once the length difference alone exceeds the k-th best distance.
+    """
+    table = _by_length(grammar)
+    n = len(syms)
+    best: dict[str, tuple[int, int, tuple[Sym, ...]]] = {}
+    kth = None
+    for length in sorted(table, key=lambda L: abs(L - n)):
+        if kth is not None and abs(length - n) > kth:
+            break
+        for order, name, v in table[length]:
+            cur = best.get(name)
+            limit = kth if cur is None else (cur[0] - 1 if kth is None else min(kth, cur[0] - 1))
+            if limit is not None and abs(length - n) > limit:
+                continue
+            d = edit_distance(syms, v, limit)
+            if limit is None or d <= limit:
+                best[name] = (d, order, v)
+                if len(best) >= k:
+                    kth = sorted(b[0] for b in best.values())[k - 1]
+    top = sorted(best.items(), key=lambda kv: (kv[1][0], kv[1][1]))[:k]
+    return [Nearest(name, readable_tokens(v), d) for name, (d, _order, v) in top]
 
 
 __all__ = ["Tok", "Seq", "Alt", "Opt", "Node", "mark", "factor", "readable", "readable_tokens", "shape_text",
