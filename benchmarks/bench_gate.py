@@ -1,0 +1,96 @@
+"""End-to-end gate throughput, each stage's share of the time, and the cost of logging plus metrics.
+
+Payloads of 3 sentences and 5 claims against the demo SQLite system of record
+(100k orders). Stages are timed separately on the same payload in the same run;
+the overhead ratio compares ``Guard.run`` with an EventLog and Prometheus
+metrics against the same gate without them.
+
+    .venv/bin/python benchmarks/bench_gate.py [--rows 100000] [--seconds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from guard import demo
+from guard.checker import check
+from guard.decide import decide
+from guard.events import EventLog
+from guard.gate import Guard
+from guard.lint import LintContext
+from guard.metrics import Metrics
+from guard.payload import load_payload
+
+TEMPLATE = ("Your order {order_id} shipped on {ship_date} and is expected to arrive on {eta}. "
+            "It contains {item_count} items. Your order total is {total}.")
+
+
+def payload() -> dict:
+    def c(key, type_, field, value):
+        return {"key": key, "type": type_, "entity": "order", "entity_id": "ord_88431", "field": field,
+                "value": value}
+    return {"answer_template": TEMPLATE, "claims": [
+        c("order_id", "identifier", "id", "ord_88431"), c("ship_date", "date", "shipped_at", "2026-07-30"),
+        c("eta", "date", "estimated_delivery", "2026-08-03"), c("item_count", "integer", "line_count", 3),
+        c("total", "money", "total_minor", "£1,299.00")]}
+
+
+def rate(fn, seconds: float) -> float:
+    fn()
+    n, t0 = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - t0) < seconds:
+        fn()
+        n += 1
+    return n / elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--seconds", type=float, default=2.0)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp())
+    url = f"sqlite:///{tmp / 'records.db'}"
+    demo.build(url, n_orders=args.rows)
+    policy = demo.policy()
+    p = payload()
+    parsed = load_payload(p)
+    bare = Guard(policy, url, domain="orders")
+    first = bare.run(p, principal=demo.PRINCIPAL, now=demo.NOW)
+    assert first.action.value == "answer", first.to_dict()
+    logged = Guard(policy, url, domain="orders", log=EventLog(tmp / "guard.jsonl"), metrics=Metrics())
+
+    def run_bare():
+        bare.run(p, principal=demo.PRINCIPAL, now=demo.NOW)
+
+    def run_logged():
+        logged.run(p, principal=demo.PRINCIPAL, now=demo.NOW)
+
+    total = rate(run_bare, args.seconds)
+    with_log = rate(run_logged, args.seconds)
+    types = {c.key: c.type.value for c in parsed.claims}
+    shares: dict[str, float] = {}
+    for name, stage in bare.stages:
+        def one(stage=stage):
+            stage(LintContext(parsed.answer_template, "orders", types, None, payload=parsed))
+        shares[f"lint:{name}"] = 1 / rate(one, args.seconds / 2)
+    shares["parse"] = 1 / rate(lambda: load_payload(p), args.seconds / 2)
+    shares["check"] = 1 / rate(lambda: check(parsed, policy, bare.store, principal=demo.PRINCIPAL, now=demo.NOW),
+                               args.seconds / 2)
+    results = check(parsed, policy, bare.store, principal=demo.PRINCIPAL, now=demo.NOW)
+    shares["decide+render"] = 1 / rate(lambda: decide(parsed, results, policy), args.seconds / 2)
+    whole = 1 / total
+    print(f"payload: 3 sentences, {len(parsed.claims)} claims, {args.rows} orders in SQLite")
+    print(f"guard.run:                 {total:8.0f} payloads/s ({whole * 1000:.3f} ms)")
+    print(f"guard.run + log + metrics: {with_log:8.0f} payloads/s (overhead ratio {total / with_log:.2f}x)")
+    print("stage shares (each timed alone, as a share of one guard.run):")
+    for k, v in shares.items():
+        print(f"  {k:<16} {v * 1000:8.3f} ms  {v / whole:6.1%}")
+    print(f"  {'sum of stages':<16} {sum(shares.values()) * 1000:8.3f} ms  {sum(shares.values()) / whole:6.1%}")
+
+
+if __name__ == "__main__":
+    main()
