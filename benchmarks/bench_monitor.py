@@ -56,7 +56,7 @@ def json_floor(path: Path) -> None:
     loads = json.loads
     with open(path, "rb") as f:
         for line in f:
-            loads(line)
+            loads(line.decode("utf-8"))
 
 
 def cli_monitor(path: Path) -> None:

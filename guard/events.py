@@ -312,8 +312,8 @@ def read_events(paths: Iterable[str | os.PathLike[str]], stats: ReadStats | None
                 for number, raw in enumerate(handle, 1):
                     stats.lines += 1
                     try:
-                        event = loads(raw)
-                    except ValueError as exc:
+                        event = loads(raw.decode("utf-8"))  # str, not bytes: json skips guessing the encoding
+                    except ValueError as exc:  # UnicodeDecodeError is one too
                         if raw.strip():
                             stats._bad(f"{path}:{number}", f"not JSON ({exc.__class__.__name__})")
                         else:

@@ -384,10 +384,14 @@ class Monitor:
         self._decisions: dict[int, dict[str, int]] = {}
         self._findings: dict[str, int] = {}
         self._windows: set[int] = set()
+        self._last_ts: Any = object()  # never equal to a ts, not even a missing one
+        self._last_window: int | None = None
         self.counters = {"events": 0, "claims": 0, "decisions": 0, "ignored": 0, "untimed": 0, "other_domain": 0}
 
     def _window(self, event: Mapping[str, Any]) -> int | None:
         ts = event.get("ts")
+        if ts == self._last_ts:  # the claims of one request share their timestamp
+            return self._last_window
         try:
             moment = datetime.fromisoformat(ts)  # type: ignore[arg-type]
         except (TypeError, ValueError):
@@ -395,7 +399,9 @@ class Monitor:
             return None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=timezone.utc)
-        return int(moment.timestamp() // self._seconds)
+        window = int(moment.timestamp() // self._seconds)
+        self._last_ts, self._last_window = ts, window
+        return window
 
     def add(self, event: Mapping[str, Any]) -> None:
         counters = self.counters
@@ -450,37 +456,60 @@ class Monitor:
         return self
 
     # -- analysis --------------------------------------------------------------
-    def _baseline_of(self, window: int) -> list[int] | None:
+    def _baseline_of(self, window: int) -> tuple[int, int] | None:
+        """The windows ``[lo, hi)`` that ``window`` is compared with, or None when it is not tested."""
         cfg = self.config
         if cfg.fixed_baseline:
             assert cfg.baseline_start is not None and cfg.baseline_end is not None
-            first = math.ceil(cfg.baseline_start.timestamp() / self._seconds)
-            end = math.floor(cfg.baseline_end.timestamp() / self._seconds)  # exclusive
-            if window < end:
-                return None
-            return list(range(first, end))
-        return list(range(window - cfg.baseline_windows, window))
+            lo = math.ceil(cfg.baseline_start.timestamp() / self._seconds)
+            hi = math.floor(cfg.baseline_end.timestamp() / self._seconds)
+            return (lo, hi) if window >= hi and hi > lo else None
+        return window - cfg.baseline_windows, window
+
+    def _in_fixed_baseline(self, window: int) -> bool:
+        cfg = self.config
+        assert cfg.baseline_start is not None and cfg.baseline_end is not None
+        lo = math.ceil(cfg.baseline_start.timestamp() / self._seconds)
+        hi = math.floor(cfg.baseline_end.timestamp() / self._seconds)
+        return lo <= window < hi
 
     def _rate_alerts(self, windows: list[int]) -> list[Alert]:
         cfg = self.config
+        columns = [_INDEX[s] for s in cfg.watched]
+        # Prefix sums per field over its windows, so a baseline of any length costs two bisections.
+        prefix = {}
+        for key, series in self._claims.items():
+            keys = sorted(series.counts)
+            sums = [[0] * (1 + len(columns))]
+            for k in keys:
+                row = series.counts[k]
+                last = sums[-1]
+                sums.append([last[0] + sum(row[i] for i in _RESOLVED_IDX)]
+                            + [last[j + 1] + row[c] for j, c in enumerate(columns)])
+            prefix[key] = (keys, sums)
+
+        def total(key: tuple[str, str], lo: int, hi: int) -> list[int]:
+            keys, sums = prefix[key]
+            a, b = bisect.bisect_left(keys, lo), bisect.bisect_left(keys, hi)
+            return [y - x for x, y in zip(sums[a], sums[b])]
+
         alerts: list[Alert] = []
-        span = self.config.window
         for window in windows:
-            base_windows = self._baseline_of(window)
-            if not base_windows:
+            span = self._baseline_of(window)
+            if span is None:
                 continue
             tests = []
-            for series in self._claims.values():
-                n1 = series.resolved(window)
-                if n1 < cfg.min_count:
+            for key, series in self._claims.items():
+                now = total(key, window, window + 1)
+                if now[0] < cfg.min_count:
                     continue
-                n0 = sum(series.resolved(w) for w in base_windows)
-                if n0 < cfg.min_count:
+                base = total(key, *span)
+                if base[0] < cfg.min_count:
                     continue
-                for status in cfg.watched:
-                    x1 = series.count(window, status)
-                    x0 = sum(series.count(w, status) for w in base_windows)
-                    if x1 / n1 <= x0 / n0:
+                n1, n0 = now[0], base[0]
+                for j, status in enumerate(cfg.watched, 1):
+                    x1, x0 = now[j], base[j]
+                    if x1 * n0 <= x0 * n1:  # not higher than before: counted as a test, never an alert
                         tests.append(None)
                         continue
                     p, stat, name = proportion_increase_test(x1, n1, x0, n0)
@@ -494,7 +523,7 @@ class Monitor:
                     continue
                 series, status, x1, n1, x0, n0, p, stat, name = test
                 alerts.append(Alert(
-                    "rate_jump", start, start + span, series.entity, series.field, status,
+                    "rate_jump", start, start + cfg.window, series.entity, series.field, status,
                     x1 / n1, x0 / n0, n1, n0, x1, x0, p, threshold, stat, name,
                 ))
         return alerts
@@ -502,17 +531,27 @@ class Monitor:
     def _drift_alerts(self, windows: list[int]) -> list[Alert]:
         cfg = self.config
         alerts: list[Alert] = []
-        empty = [0] * len(PROSE_EDGES)
+        keys = sorted(self._prose)
+        baseline = [0] * len(PROSE_EDGES)
+        added = removed = 0  # keys[removed:added] are summed in baseline (rolling mode)
+        if cfg.fixed_baseline:
+            for k in keys:
+                span = self._baseline_of(k)
+                if span is None and self._in_fixed_baseline(k):
+                    baseline = [x + y for x, y in zip(baseline, self._prose[k])]
         for window in windows:
-            current = self._prose.get(window)
-            base_windows = self._baseline_of(window)
-            if not current or not base_windows or sum(current) < cfg.min_count:
+            span = self._baseline_of(window)
+            if span is None:
                 continue
-            baseline = list(empty)
-            for w in base_windows:
-                for i, c in enumerate(self._prose.get(w, empty)):
-                    baseline[i] += c
-            if sum(baseline) < cfg.min_count:
+            if not cfg.fixed_baseline:
+                while added < len(keys) and keys[added] < span[1]:
+                    baseline = [x + y for x, y in zip(baseline, self._prose[keys[added]])]
+                    added += 1
+                while removed < added and keys[removed] < span[0]:
+                    baseline = [x - y for x, y in zip(baseline, self._prose[keys[removed]])]
+                    removed += 1
+            current = self._prose.get(window)
+            if not current or sum(current) < cfg.min_count or sum(baseline) < cfg.min_count:
                 continue
             p, z, _ = binned_mann_whitney(current, baseline)
             now, before = binned_quantile(current, 0.5), binned_quantile(baseline, 0.5)

@@ -132,6 +132,16 @@ def test_fixed_baseline_is_not_tested_and_later_windows_are_compared_with_it() -
     assert [a.window_start for a in rolling.alerts] == [T0 + 3 * HOUR]
 
 
+def test_fixed_baseline_for_prose_drift() -> None:
+    rng = random.Random(9)
+    events = []
+    for h in range(6):
+        events += decisions(h, [(1 if h < 3 else 2) * rng.gammavariate(4, 0.75) for _ in range(100)])
+    report = run(events, baseline_start=T0, baseline_end=T0 + 3 * HOUR)
+    assert [a.window_start for a in report.alerts] == [T0 + h * HOUR for h in (3, 4, 5)]
+    assert {a.baseline_n for a in report.alerts} == {300}
+
+
 def test_windows_follow_the_configured_length() -> None:
     events = list(claims(0, "total", 120, 0)) + list(claims(1, "total", 120, 0))
     assert len(run(events, window=timedelta(minutes=30)).windows) == 4
@@ -275,3 +285,32 @@ def test_parse_window_reads_combined_units(d, h, m, s) -> None:
 def test_parse_window_refuses_what_it_cannot_read(bad: str) -> None:
     with pytest.raises(GuardError, match="window"):
         parse_window(bad)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["a", "b"]), st.integers(0, 40), st.integers(0, 40)),
+             min_size=1, max_size=25),
+    st.lists(st.tuples(st.integers(0, 30), st.lists(st.floats(0, 30), min_size=1, max_size=30)), max_size=12),
+    st.integers(1, 5),
+)
+def test_baselines_are_the_sums_of_the_preceding_windows(cells, prose, n_base) -> None:
+    events = []
+    for hour, field, good, bad in cells:
+        events += claims(hour, field, good + bad, bad)
+    for hour, ratios in prose:
+        events += decisions(hour, ratios)
+    report = run(events, baseline_windows=n_base, min_count=1, alpha=0.999999, correction="none", min_shift=0)
+    first = int(T0.timestamp() // 3600)
+    for alert in report.alerts:
+        hour = int(alert.window_start.timestamp() // 3600) - first
+        span = range(hour - n_base, hour)
+        if alert.kind == "rate_jump":
+            rows = [(g + b, b) for h, f, g, b in cells if f == alert.field and h in span]
+            assert alert.baseline_n == sum(n for n, _ in rows)
+            assert alert.baseline_count == sum(b for _, b in rows)
+            now = [(g + b, b) for h, f, g, b in cells if f == alert.field and h == hour]
+            assert (alert.current_n, alert.current_count) == (sum(n for n, _ in now), sum(b for _, b in now))
+        else:
+            assert alert.baseline_n == sum(len(r) for h, r in prose if h in span)
+            assert alert.current_n == sum(len(r) for h, r in prose if h == hour)
