@@ -24,7 +24,6 @@ from guard.templates.shapes import Tok, factor, mark, render
 ANY_SLOT = r"\{[A-Za-z_][A-Za-z0-9_]*\}"
 FORMATS = ("lark", "regex")
 _META = frozenset(".^$*+?{}[]\\|()")
-_LITERAL = regex.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 def slot_patterns(slot_names: Mapping[str, Sequence[str]] | None = None) -> dict[str, str]:
@@ -103,7 +102,13 @@ def _lark_str(text: str) -> str:
 
 
 def to_lark(grammar: Grammar, slot_names: Mapping[str, Sequence[str]] | None = None) -> str:
-    """A self-contained Lark grammar in the llguidance subset (one rule per shape, core inlined)."""
+    """A self-contained Lark grammar in the llguidance subset (one rule per shape, core inlined).
+
+    Every word is its own lexeme carrying its leading space (``" order"``) and
+    a slot terminal carries its space too (``SLOT_SP``), so no lexeme is a
+    prefix of another that could follow at the same point: a greedy lexer such
+    as llguidance's cannot split the text the wrong way.
+    """
     slots = slot_patterns(slot_names)
     shapes = _usable(grammar, slots)
     used = sorted({sym[1] for sh in shapes for v in sh.variants for sym in v if sym[0] == "slot"})
@@ -111,27 +116,21 @@ def to_lark(grammar: Grammar, slot_names: Mapping[str, Sequence[str]] | None = N
     for t in used:
         by_pattern.setdefault(slots[t], []).append(t)
     term_of: dict[str, str] = {}
-    terms: list[str] = []
+    patterns: dict[str, str] = {}
     for pattern, types in by_pattern.items():
         name = "SLOT" if len(by_pattern) == 1 else SLOT_TERMINALS[types[0]]
         for t in types:
             term_of[t] = name
-        terms.append(f"{name}: /{pattern}/")
+        patterns[name] = pattern
+    needed: set[str] = set()
 
     def tok(t: Tok) -> str:
         lead = _lead(t)
         if t.sym[0] == "slot":
-            return (f"{_lark_str(lead)}\x00" if lead else "") + term_of[t.sym[1]]
+            name = term_of[t.sym[1]] + ("_SP" if lead else "")
+            needed.add(name)
+            return name
         return _lark_str(lead + t.sym[1])
-
-    def seq(items: list[str]) -> str:
-        merged: list[str] = []
-        for it in (part for item in items for part in item.split("\x00")):
-            if merged and _LITERAL.fullmatch(merged[-1]) and _LITERAL.fullmatch(it):
-                merged[-1] = _lark_str(json.loads(merged[-1]) + json.loads(it))
-            else:
-                merged.append(it)
-        return " ".join(merged)
 
     lines = [
         f"// Approved sentence shapes of guard domain {grammar.domain!r}, for constrained decoding.",
@@ -139,7 +138,7 @@ def to_lark(grammar: Grammar, slot_names: Mapping[str, Sequence[str]] | None = N
         "",
     ]
     stop, comma = _split(shapes)
-    unit = (["stop_sentence _SEP"] if stop else []) + (["comma_sentence _NL"] if comma else [])
+    unit = (["stop_sentence SEP"] if stop else []) + (["comma_sentence NL"] if comma else [])
     last = (["stop_sentence"] if stop else []) + (["comma_sentence"] if comma else [])
     lines.append(f"start: ({' | '.join(unit)})* ({' | '.join(last)})")
     if stop:
@@ -149,13 +148,16 @@ def to_lark(grammar: Grammar, slot_names: Mapping[str, Sequence[str]] | None = N
     lines.append("")
     for sh in shapes:
         tree = factor(mark(sh.variants, first=True))
-        body = render(tree, tok, lambda xs: "(" + " | ".join(xs) + ")", lambda x: "(" + x + ")?", seq)
-        lines.append(f"{sh.name}: {body}".replace("\x00", " "))
+        body = render(tree, tok, lambda xs: "(" + " | ".join(xs) + ")", lambda x: "(" + x + ")?", " ".join)
+        lines.append(f"{sh.name}: {body}")
     lines.append("")
-    lines.append('_SEP: " " | /\\n+/')
+    if stop:
+        lines.append('SEP: " " | /\\n+/')
     if comma:
-        lines.append("_NL: /\\n+/")
-    lines.extend(terms)
+        lines.append("NL: /\\n+/")
+    for name in sorted(needed):
+        base = name.removesuffix("_SP")
+        lines.append(f"{name}: /{' ' if name.endswith('_SP') else ''}{patterns[base]}/")
     return "\n".join(lines) + "\n"
 
 

@@ -56,3 +56,16 @@ def slot_names(slots: dict[str, str]) -> dict[str, list[str]]:
     for name, t in slots.items():
         out.setdefault(t, []).append(name)
     return out
+
+
+class ByteTokenizer:
+    """A tokenizer whose tokens are the 256 bytes (plus end of text), to drive llguidance without a model."""
+
+    def __init__(self) -> None:
+        self.tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
+        self.eos_token_id = 256
+        self.bos_token_id = None
+        self.special_token_ids = [256]
+
+    def __call__(self, text: bytes) -> list[int]:
+        return list(text)

@@ -93,6 +93,28 @@ def _lark(domain: str) -> lark.Lark:
     return _LARKS[domain]
 
 
+try:
+    import llguidance as llg
+except ImportError:  # the llguidance checks below are skipped without it
+    llg = None
+
+_LLG: dict[str, str] = {}
+
+
+def _llguidance_accepts(domain: str, text: str) -> bool | None:
+    """llguidance's verdict on ``text`` under the Lark export, or None when llguidance is not installed."""
+    if llg is None:
+        return None
+    from ._examples import ByteTokenizer
+
+    if "tok" not in _LLG:
+        _LLG["tok"] = llg.LLTokenizer(llg.TokenizerWrapper(ByteTokenizer()))
+    if domain not in _LLG:
+        _LLG[domain] = llg.LLMatcher.grammar_from_lark(to_lark(load_grammar(domain), NAMES))
+    m = llg.LLMatcher(_LLG["tok"], _LLG[domain], log_level=0)
+    return m.consume_tokens(list(text.encode("utf-8"))) and m.is_accepting()
+
+
 def _lark_accepts(domain: str, text: str) -> bool:
     try:
         _lark(domain).parse(text)
@@ -101,16 +123,17 @@ def _lark_accepts(domain: str, text: str) -> bool:
         return False
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(answers())
 def test_generated_answers_pass_lint_and_both_exports(answer) -> None:
     domain, text = answer
     assert lint(text, domain=domain, slot_types=TYPES).ok, text
     assert _pattern(domain).fullmatch(text)
     assert _lark_accepts(domain, text)
+    assert _llguidance_accepts(domain, text) in (True, None)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(answers(), st.data())
 def test_mutated_answers_get_the_same_verdict_from_lint_and_regex(answer, data) -> None:
     domain, text = answer
@@ -125,5 +148,6 @@ def test_mutated_answers_get_the_same_verdict_from_lint_and_regex(answer, data) 
         bad = text[:i] + ch + text[i + 1:]
     ok = lint(bad, domain=domain, slot_types=TYPES).ok
     assert ok == (_pattern(domain).fullmatch(bad.strip()) is not None), repr(bad)
+    assert _llguidance_accepts(domain, bad.strip()) in (ok, None), repr(bad)
     if ok:
         assert _lark_accepts(domain, bad.strip())
