@@ -205,8 +205,12 @@ def _compile(domain: str, path: Path, dirs: list[Path], parser: str) -> Grammar:
         raise
     except (lark.exceptions.LarkError, OSError, KeyError, AssertionError) as exc:
         msg = str(exc).strip().splitlines()
-        raise GrammarError(f"grammar {path.name} could not be compiled: {' '.join(m.strip() for m in msg[:6])}",
-                           location=str(path)) from None
+        hint = ""
+        if "Collision" in str(exc) or "collision" in str(exc):
+            hint = ("; two rules take the same words here: merge shapes that accept the same sentence, and "
+                    "write shared helper rules inline as (a | b) groups")
+        raise GrammarError(f"grammar {path.name} could not be compiled: {' '.join(m.strip() for m in msg[:6])}"
+                           f"{hint}", location=str(path)) from None
     terminals: dict[str, Sym] = {}
     vocabulary: dict[str, str] = {}
     for t in lk.terminals:
