@@ -160,6 +160,12 @@ class FastMatcher:
         for cond, i in cond_ids.items():
             self.conditions[i] = cond
         self.variants = variants
+        self.by_first: dict[int, list] = {}
+        self.short_by_last: dict[int, list] = {}
+        for v in variants:
+            self.by_first.setdefault(v[1][0], []).append(v)
+            if len(v[1]) <= self.SHORT:
+                self.short_by_last.setdefault(v[1][-1], []).append(v)
         # a condition can only hold for a lexeme holding one key of its first positive part
         self.by_key: dict[str, list[int]] = {}
         self.negative_only: list[int] = []
@@ -183,8 +189,8 @@ class FastMatcher:
         for key in keys:
             cands.update(self.by_key.get(key, ()))
         sat = frozenset(i for i in cands if all((not keys.isdisjoint(s)) == must for must, s in self.conditions[i]))
-        starts = tuple(v for v in self.variants if v[1][0] in sat)
-        ends = tuple(v for v in self.variants if len(v[1]) <= self.SHORT and v[1][-1] in sat)
+        starts = tuple(v for c in sorted(sat) for v in self.by_first.get(c, ()))
+        ends = tuple(v for c in sorted(sat) for v in self.short_by_last.get(c, ()))
         long_starts = tuple(v for v in starts if len(v[1]) > self.SHORT)
         return sat, starts, ends, long_starts
 

@@ -178,8 +178,13 @@ class FreeTextClassifier:
         """Summed weights per label of some columns (cached: evidence reuses them)."""
         w = self._wsum.get(cols)
         if w is None:
-            rows = [self._wlist[c] for c in cols]
-            w = self._wsum[cols] = tuple(sum(r[j] for r in rows) for j in range(len(self.labels)))
+            if len(cols) == 1:
+                w = tuple(self._wlist[cols[0]])
+            elif not cols:
+                w = (0.0,) * len(self.labels)
+            else:
+                w = tuple(map(sum, zip(*(self._wlist[c] for c in cols))))
+            self._wsum[cols] = w
         return w
 
     def _scores(self, texts: list[str], keep: bool) -> tuple[np.ndarray, list]:

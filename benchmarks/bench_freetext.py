@@ -1,0 +1,164 @@
+"""Free-text classifier speed: predict vs spaCy's blank tokenizer alone (the floor), same sentences, same run.
+
+Measures, on this machine (2 cores; prediction runs in one process):
+  * in-process throughput (sentences/s) of the tokenizer alone, ``predict_proba``
+    (labels and scores) and ``predict`` (plus evidence spans), warm: best of N
+    passes over the corpus sentences cycled to --sentences;
+  * the same on a cold process: the first pass over the distinct corpus sentences;
+  * ``guard classify`` on --sentences lines (JSON Lines out) against a process
+    that only tokenizes the same lines;
+  * model load time (in-process, and a fresh process: imports + load + first
+    prediction) and the model file size.
+
+Targets from the issue: >= 20,000 sentences/s in process; ``guard classify`` within
+3x the tokenize-only process; load < 1 s; model < 20 MB.
+
+    .venv/bin/python benchmarks/bench_freetext.py [--sentences 20000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def corpus_texts() -> list[str]:
+    texts = []
+    for f in sorted((ROOT / "corpora").glob("*.jsonl")):
+        texts += [json.loads(line)["text"] for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return texts
+
+
+def best_rate(fn, n: int, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return n / best
+
+
+def run_py(code: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def wall(cmd: list[str], repeat: int, stdin_path: Path | None = None) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, cwd=ROOT)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sentences", type=int, default=20000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+
+    import spacy
+
+    from guard.freetext import load
+    from guard.freetext.model import default_model_path
+
+    unique = corpus_texts()
+    texts = (unique * (args.sentences // len(unique) + 1))[: args.sentences]
+    n = len(texts)
+    print(f"{n} sentences ({len(unique)} distinct corpus sentences, cycled); best of {args.repeat} passes; cores: {os.cpu_count()}")
+
+    # -- in process, warm ------------------------------------------------------------
+    t0 = time.perf_counter()
+    clf = load()
+    load_s = time.perf_counter() - t0
+    nlp = spacy.blank("en")
+    clf.predict(texts[:1000])
+    for _ in nlp.tokenizer.pipe(texts[:1000]):
+        pass
+
+    def tokenize():
+        for _ in nlp.tokenizer.pipe(texts):
+            pass
+
+    rates = {"tok": [], "proba": [], "predict": []}
+    for _ in range(args.repeat):  # interleaved, so that load from other processes hits all alike
+        rates["tok"].append(best_rate(tokenize, n, 1))
+        rates["proba"].append(best_rate(lambda: clf.predict_proba(texts), n, 1))
+        rates["predict"].append(best_rate(lambda: clf.predict(texts), n, 1))
+    tok, proba, pred = (max(rates[k]) for k in ("tok", "proba", "predict"))
+
+    # -- a fresh process, first pass over distinct sentences ---------------------------
+    cold = run_py(f"""
+        import json, time, spacy
+        from guard.freetext import load
+        texts = [json.loads(l)["text"] for f in sorted(__import__("pathlib").Path("corpora").glob("*.jsonl"))
+                 for l in f.read_text(encoding="utf-8").splitlines() if l.strip()]
+        nlp = spacy.blank("en"); t = time.perf_counter()
+        for _ in nlp.tokenizer.pipe(texts): pass
+        tok = len(texts) / (time.perf_counter() - t)
+        clf = load(); clf.predict(["warm up the spaCy pipeline"]); t = time.perf_counter()
+        clf.predict(texts)
+        print(json.dumps({{"tok": tok, "predict": len(texts) / (time.perf_counter() - t), "n": len(texts)}}))
+    """)
+
+    # -- load time in a fresh process ------------------------------------------------------
+    loads = [run_py("""
+        import json, time
+        t0 = time.perf_counter()
+        from guard.freetext import load
+        t1 = time.perf_counter(); clf = load(); t2 = time.perf_counter()
+        clf.predict(["It arrived faster than usual."]); t3 = time.perf_counter()
+        print(json.dumps({"import": t1 - t0, "load": t2 - t1, "first_predict": t3 - t2}))
+    """) for _ in range(3)]
+    fresh = {k: min(x[k] for x in loads) for k in loads[0]}
+
+    # -- guard classify vs a tokenize-only process -------------------------------------------
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "sentences.txt"
+        src.write_text("\n".join(texts) + "\n", encoding="utf-8")
+        tok_cmd = [sys.executable, "-c", "import sys, spacy; nlp = spacy.blank('en'); "
+                   "lines = open(sys.argv[1], encoding='utf-8').read().splitlines(); "
+                   "[None for _ in nlp.tokenizer.pipe(lines)]", str(src)]
+        guard_cmd = [sys.executable, "-m", "guard.cli.main", "classify", str(src), "--format", "jsonl"]
+        reps = max(2, args.repeat // 2)
+        tok_wall, cli_wall = wall(tok_cmd, reps), wall(guard_cmd, reps)
+
+    size = default_model_path().stat().st_size
+    rows = [
+        ("spaCy blank tokenizer alone (floor)", f"{tok:,.0f}/s", ""),
+        ("predict_proba (labels + scores)", f"{proba:,.0f}/s", f"{tok / proba:.2f}x floor time"),
+        ("predict (labels + scores + spans)", f"{pred:,.0f}/s", f"{tok / pred:.2f}x floor time"),
+        (f"cold process, first pass over {cold['n']} distinct: tokenizer", f"{cold['tok']:,.0f}/s", ""),
+        ("cold process, first pass: predict", f"{cold['predict']:,.0f}/s", f"{cold['tok'] / cold['predict']:.2f}x floor time"),
+        (f"guard classify, {n} lines, wall", f"{cli_wall:.2f} s", f"{cli_wall / tok_wall:.2f}x the tokenize-only process ({tok_wall:.2f} s)"),
+        ("load() in process", f"{load_s * 1000:.0f} ms", ""),
+        ("fresh process: import guard.freetext", f"{fresh['import'] * 1000:.0f} ms", ""),
+        ("fresh process: load()", f"{fresh['load'] * 1000:.0f} ms", ""),
+        ("fresh process: first predict (builds spaCy)", f"{fresh['first_predict'] * 1000:.0f} ms", ""),
+        ("model file", f"{size / 1e6:.2f} MB", ""),
+    ]
+    w = max(len(r[0]) for r in rows)
+    for name, value, note in rows:
+        print(f"{name:<{w}}  {value:>12}  {note}")
+    checks = [
+        ("predict >= 20,000 sentences/s", pred >= 20000),
+        ("guard classify within 3x of tokenize-only", cli_wall <= 3 * tok_wall),
+        ("load < 1 s", fresh["load"] < 1.0 and load_s < 1.0),
+        ("model < 20 MB", size < 20e6),
+    ]
+    for name, ok in checks:
+        print(f"{'PASS' if ok else 'MISS'}  {name}")
+
+
+if __name__ == "__main__":
+    main()
