@@ -187,7 +187,8 @@ class RecordStore:
         tables = sorted({e.table for e in self.policy.entities.values()})
         try:
             with self.engine.connect() as conn:
-                existing = set(sa.inspect(conn).get_table_names())
+                insp = sa.inspect(conn)
+                existing = set(insp.get_table_names()) | set(insp.get_view_names())
                 missing = [t for t in tables if t not in existing]
                 if missing:
                     raise PolicyError(
@@ -195,7 +196,7 @@ class RecordStore:
                         problems=[Problem("policy", f"table '{t}' does not exist in {self.url}",
                                           f"entities.{n}.table")
                                   for n, e in self.policy.entities.items() for t in missing if e.table == t])
-                md.reflect(bind=conn, only=tables, resolve_fks=False)
+                md.reflect(bind=conn, only=tables, views=True, resolve_fks=False)
         except sa_exc.SQLAlchemyError as exc:
             raise unavailable(exc, "db") from None
         return md
