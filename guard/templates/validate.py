@@ -136,28 +136,61 @@ def _run(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], lark_
             findings.append(_diagnose(template, grammar, sent, toks, exc, types, lambda: set(exc.expected)))
             return None
         return None if untyped else str(tree.children[0].data)
-    fed: list[Token] = []
-    ip = grammar.lark.parse_interactive([])
     try:
-        for lt in lark_toks:
-            if lt.type == "UNTYPED_SLOT":
-                choices = sorted(c for c in ip.choices() if c in TERMINAL_SLOT_TYPES)
-                if choices:
-                    inferred[int(lt.line)] = TERMINAL_SLOT_TYPES[choices[0]]
-                    lt = Token(choices[0], lt.value, start_pos=lt.start_pos, line=lt.line, end_pos=lt.end_pos)
-            ip.feed_token(lt)
-            fed.append(lt)
-        tree = ip.feed_eof()
-    except lark.exceptions.UnexpectedToken as exc:
+        tree = _feed(grammar.lark.parse_interactive([]), lark_toks, 0, [], inferred)
+    except _Stuck as stuck:
         def accepts() -> set[str]:
             again = grammar.lark.parse_interactive([])
-            for t in fed:
+            for t in stuck.fed:
                 again.feed_token(t)
             return set(again.accepts())
 
-        findings.append(_diagnose(template, grammar, sent, toks, exc, types, accepts))
+        findings.append(_diagnose(template, grammar, sent, toks, stuck.error, types, accepts))
         return None
     return None if untyped else str(tree.children[0].data)
+
+
+class _Stuck(Exception):
+    """A parse that failed: the Lark error and the tokens fed before it."""
+
+    def __init__(self, error: Exception, fed: list[Token]) -> None:
+        self.error, self.fed = error, fed
+
+
+def _feed(ip: Any, toks: list[Token], i: int, fed: list[Token], inferred: dict[int, str]) -> Any:
+    """Feed ``toks[i:]``; an untyped slot tries each slot type the parser takes there, keeping one that parses."""
+    while i < len(toks):
+        lt = toks[i]
+        if lt.type == "UNTYPED_SLOT":
+            choices = sorted(c for c in ip.choices() if c in TERMINAL_SLOT_TYPES)
+            first: _Stuck | None = None
+            for c in choices:
+                typed = Token(c, lt.value, start_pos=lt.start_pos, line=lt.line, end_pos=lt.end_pos)
+                branch = ip.copy()
+                try:
+                    branch.feed_token(typed)
+                    tree = _feed(branch, toks, i + 1, fed + [typed], inferred)
+                except lark.exceptions.UnexpectedToken as exc:
+                    first = first or _Stuck(exc, fed)
+                    continue
+                except _Stuck as stuck:
+                    first = first or stuck
+                    continue
+                inferred[i] = TERMINAL_SLOT_TYPES[c]
+                return tree
+            if first is not None:
+                inferred.setdefault(i, TERMINAL_SLOT_TYPES[choices[0]])
+                raise first
+        try:
+            ip.feed_token(lt)
+        except lark.exceptions.UnexpectedToken as exc:
+            raise _Stuck(exc, fed) from None
+        fed.append(lt)
+        i += 1
+    try:
+        return ip.feed_eof()
+    except lark.exceptions.UnexpectedToken as exc:
+        raise _Stuck(exc, fed) from None
 
 
 def _expected(grammar: Grammar, names: set[str]) -> list[str]:

@@ -105,3 +105,18 @@ def test_stages_are_pluggable() -> None:
 def test_non_string_template_is_a_guard_error() -> None:
     with pytest.raises(PayloadError):
         lint(42, domain="orders")  # type: ignore[arg-type]
+
+
+def test_untyped_slot_inference_tries_every_type_the_shapes_allow(tmp_path) -> None:
+    (tmp_path / "pay.lark").write_text('sentence: paid_when | paid_amount\n'
+                                       'paid_when: "Paid" DATE_SLOT "as agreed."\n'
+                                       'paid_amount: "Paid" MONEY_SLOT "in total."\n')
+    r = lint("Paid {x} in total.", domain="pay", grammar_dir=tmp_path)
+    assert [(f.code, f.data["inferred"]) for f in r.findings] == [("S203", "money")]
+    r = lint("Paid {x} as agreed.", domain="pay", grammar_dir=tmp_path)
+    assert [(f.code, f.data["inferred"]) for f in r.findings] == [("S203", "date")]
+    r = lint("Paid {x} by card.", domain="pay", grammar_dir=tmp_path)
+    assert sorted(f.code for f in r.findings) == ["S201", "S203"]
+    assert r.shapes == [None]
+    r = lint("Paid {x} in total.", domain="pay", grammar_dir=tmp_path, slot_types={"x": "money"})
+    assert r.ok and r.shapes == ["paid_amount"]
