@@ -254,6 +254,13 @@ class RecordStore:
             return None
         return value if isinstance(value, str) else str(value)
 
+    def _storable(self, value: Any) -> bool:
+        """Whether the database could hold ``value``: PostgreSQL text cannot contain NUL, so no row has such an id
+        (sending one would be a driver error, misreported as the database being unreachable)."""
+        if value is None:
+            return False
+        return not (isinstance(value, str) and "\x00" in value and self.engine.dialect.name == "postgresql")
+
     def id_key(self, entity: str, entity_id: Any) -> str | None:
         """The key under which :meth:`fetch` returns the row for ``entity_id`` (None: cannot exist)."""
         v = self._coerce(entity_id, self._lookups[entity].id_kind)
@@ -266,14 +273,14 @@ class RecordStore:
         absent. Raises StoreUnavailable when the database cannot answer.
         """
         lk = self._lookups[entity]
-        bound = sorted({v for v in (self._coerce(i, lk.id_kind) for i in ids) if v is not None}, key=str)
+        bound = sorted({v for v in (self._coerce(i, lk.id_kind) for i in ids) if self._storable(v)}, key=str)
         if not bound:
             return {}
         principal_value = None
         scoped = lk.scope_col is not None and principal is not None
         if scoped:
             principal_value = self._coerce(principal, lk.scope_kind or str)
-            if principal_value is None:
+            if not self._storable(principal_value):
                 return {}
         out: dict[str, dict[str, Any]] = {}
         names = lk.names
