@@ -95,6 +95,17 @@ def _html(report: Report, svg: str) -> str:
         f"<table><tr><th>window start (UTC)</th><th>kind</th><th>subject</th><th>what</th></tr>{rows}</table>"
         if report.alerts else "<p>No alerts.</p>"
     )
+    watched = report.config.watched
+    head = "".join(f"<th>{e(s)}</th>" for s in watched)
+    body = ""
+    for series in report.fields:
+        resolved = sum(series.resolved(w) for w in report.windows)
+        rates = "".join(
+            f"<td>{sum(series.count(w, s) for w in report.windows) / resolved:.1%}</td>" if resolved else "<td>-</td>"
+            for s in watched
+        )
+        body += f"<tr><td>{e(series.name)}</td><td>{resolved}</td>{rates}</tr>"
+    fields = f"<table><tr><th>field</th><th>resolved claims</th>{head}</tr>{body}</table>"
     span = ""
     if report.windows:
         first, last = report.window_start(report.windows[0]), report.window_start(report.windows[-1])
@@ -110,6 +121,8 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:90%}}svg{
 windows of {e(str(report.config.window))}. Made {e(made)}.</p>
 <h2>Alerts ({len(report.alerts)})</h2>
 {alerts}
+<h2>Fields (all windows)</h2>
+{fields}
 <h2>Rates over time</h2>
 {svg}
 </body></html>
