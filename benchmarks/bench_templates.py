@@ -1,8 +1,9 @@
 """Shape validation speed: LALR (guard's choice) against Earley on the same grammar, in one run.
 
 Prints templates validated per second for 1-, 3- and 6-sentence templates
-(valid and invalid ones), the LALR/Earley ratio, and grammar compile time
-cold against cached.
+(valid and invalid ones; an invalid one also gets its diagnosis and nearest
+shapes), the LALR/Earley ratio, the exported regex as a yes/no baseline, and
+grammar compile time cold against cached.
 
     .venv/bin/python benchmarks/bench_templates.py [--seconds 1.0] [--domain orders]
 """
@@ -22,7 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from guard._resources import data_path  # noqa: E402
 from guard.lint import lint  # noqa: E402
 from guard.payload import scan_template  # noqa: E402
-from guard.templates import load_grammar, validate_template  # noqa: E402
+import regex  # noqa: E402
+
+from guard.templates import load_grammar, to_regex, validate_template  # noqa: E402
 from guard.templates.library import clear_cache  # noqa: E402
 
 
@@ -77,8 +80,17 @@ def main() -> None:
     def facade(t: str) -> None:
         lint(t, domain=args.domain, slot_types=types)
 
+    names: dict[str, list[str]] = {}
+    for name, kind in types.items():
+        names.setdefault(kind, []).append(name)
+    pattern = regex.compile(to_regex(lalr, names))
+
+    def exported(t: str) -> None:
+        pattern.fullmatch(t)
+
     print(f"domain {args.domain}: {len(lalr.shapes)} shapes, {len(sentences)} one-sentence examples")
-    print(f"{'sentences':>9} {'kind':>7} | {'lint() LALR':>12} {'LALR':>10} {'Earley':>10} | {'LALR/Earley':>11}")
+    print(f"{'sentences':>9} {'kind':>7} | {'lint() LALR':>12} {'LALR':>10} {'Earley':>10} | {'LALR/Earley':>11}"
+          f" | {'regex export':>12}")
     for size in (1, 3, 6):
         for broken in (False, True):
             items = templates(sentences, size, broken)
@@ -87,8 +99,9 @@ def main() -> None:
             f = rate(facade, items, args.seconds)
             a = rate(check(lalr), items, args.seconds)
             b = rate(check(earley), items, args.seconds)
+            r = rate(exported, items, args.seconds)
             kind = "invalid" if broken else "valid"
-            print(f"{size:>9} {kind:>7} | {f:>10.0f}/s {a:>8.0f}/s {b:>8.0f}/s | {a / b:>10.1f}x")
+            print(f"{size:>9} {kind:>7} | {f:>10.0f}/s {a:>8.0f}/s {b:>8.0f}/s | {a / b:>10.1f}x | {r:>10.0f}/s")
 
     for parser in ("lalr", "earley"):
         cold = []
