@@ -273,6 +273,23 @@ def _check_limits(raw: dict[str, Any], limits: Limits) -> list[Problem]:
     return problems
 
 
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+
+
+def _surrogates(payload: Payload) -> list[Problem]:
+    """Lone surrogates (JSON ``"\\ud800"``) are not text: they cannot be encoded, so logging or showing them fails."""
+    fields = [("answer_template", payload.answer_template)]
+    for i, c in enumerate(payload.claims):
+        fields += [(f"claims[{i}].{k}", getattr(c, k)) for k in ("key", "entity", "entity_id", "field", "value")]
+    out = []
+    for where, text in fields:
+        m = _SURROGATE.search(text) if isinstance(text, str) else None
+        if m:
+            out.append(Problem("unicode", f"lone surrogate U+{ord(m.group()):04X} at character {m.start() + 1}; "
+                                          "text must be valid Unicode", where))
+    return out
+
+
 def load_payload(data: str | bytes | dict[str, Any] | Payload, limits: Limits | None = None) -> Payload:
     """Parse and validate a payload; every problem is reported at once in a PayloadError.
 
@@ -300,7 +317,7 @@ def load_payload(data: str | bytes | dict[str, Any] | Payload, limits: Limits | 
     except (RecursionError, ValueError, TypeError) as exc:
         raise PayloadError(f"the payload could not be read: {exc}", location="payload") from None
 
-    problems = []
+    problems = _surrogates(payload)
     seen: dict[str, int] = {}
     for i, c in enumerate(payload.claims):
         if not NAME.fullmatch(c.key):
