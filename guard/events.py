@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -291,42 +292,51 @@ def _open_binary(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
+def _lines(handle: Any, name: str, stats: ReadStats) -> Iterator[dict[str, Any]]:
+    loads = json.loads
+    number = 0
+    try:
+        for number, raw in enumerate(handle, 1):
+            stats.lines += 1
+            try:
+                event = loads(raw.decode("utf-8"))  # str, not bytes: json skips guessing the encoding
+            except ValueError as exc:  # UnicodeDecodeError is one too
+                if raw.strip():
+                    stats._bad(f"{name}:{number}", f"not JSON ({exc.__class__.__name__})")
+                else:
+                    stats.lines -= 1
+                continue
+            if type(event) is not dict:
+                stats._bad(f"{name}:{number}", "not a JSON object")
+                continue
+            stats.events += 1
+            yield event
+    except (OSError, EOFError) as exc:
+        # A truncated gzip member: keep what was read and say where it ended.
+        stats._bad(f"{name}:{number + 1}", f"file ends early ({exc})")
+
+
 def read_events(paths: Iterable[str | os.PathLike[str]], stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
     """Stream the events of ``paths`` (with rotated files, gzip or not) one at a time.
 
     A line that is not a JSON object (half-written by a crashed process, cut by
     a disk, edited by hand) is skipped and counted in ``stats`` rather than
-    ending the read: a monitor must survive its input.
+    ending the read: a monitor must survive its input. ``-`` reads standard
+    input, after the files.
     """
     stats = stats if stats is not None else ReadStats()
-    loads = json.loads
-    for path in log_files(paths):
+    paths = list(paths)
+    for path in log_files([p for p in paths if os.fspath(p) != "-"]):
         stats.files.append(str(path))
         try:
             handle = _open_binary(path)
         except OSError as exc:
             raise GuardError(f"cannot read the log: {exc.strerror}", location=str(path)) from exc
         with handle:
-            number = 0
-            try:
-                for number, raw in enumerate(handle, 1):
-                    stats.lines += 1
-                    try:
-                        event = loads(raw.decode("utf-8"))  # str, not bytes: json skips guessing the encoding
-                    except ValueError as exc:  # UnicodeDecodeError is one too
-                        if raw.strip():
-                            stats._bad(f"{path}:{number}", f"not JSON ({exc.__class__.__name__})")
-                        else:
-                            stats.lines -= 1
-                        continue
-                    if type(event) is not dict:
-                        stats._bad(f"{path}:{number}", "not a JSON object")
-                        continue
-                    stats.events += 1
-                    yield event
-            except (OSError, EOFError) as exc:
-                # A truncated gzip member: keep what was read and say where it ended.
-                stats._bad(f"{path}:{number + 1}", f"file ends early ({exc})")
+            yield from _lines(handle, str(path), stats)
+    if any(os.fspath(p) == "-" for p in paths):
+        stats.files.append("-")
+        yield from _lines(sys.stdin.buffer, "<stdin>", stats)
 
 
 __all__ = ["EventLog", "ReadStats", "read_events", "log_files", "VALUE_KEYS"]

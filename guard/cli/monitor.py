@@ -16,7 +16,7 @@ from guard.cli import exitcodes
 
 
 def monitor_cmd(
-    logs: List[str] = typer.Argument(..., help="Event logs (JSON Lines); each brings its rotated .1, .2, ... files."),
+    logs: List[str] = typer.Argument(..., help="Event logs (JSON Lines, .gz too); each brings its rotated .1, .2, ... files; - reads stdin."),
     window: str = typer.Option("1h", "--window", help="Window length: 30m, 1h, 1d, 1h30m ..."),
     baseline: int = typer.Option(24, "--baseline", help="Compare each window with the preceding N windows."),
     baseline_from: Optional[str] = typer.Option(

@@ -206,3 +206,15 @@ def test_a_log_opened_before_fork_is_safe_in_the_children(tmp_path: Path) -> Non
         assert p.exitcode == 0
     log.close()
     _check_all_lines(path, ["parent", "c0", "c1", "c2"], 200)
+
+
+def test_dash_reads_standard_input_after_the_files(tmp_path: Path, monkeypatch) -> None:
+    import io
+    import sys
+
+    path = tmp_path / "g.log"
+    path.write_text('{"i": 1}\n', encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"i": 2}\nbad\n')))
+    stats = ReadStats()
+    assert [e["i"] for e in read_events(["-", path], stats)] == [1, 2]
+    assert stats.files == [str(path), "-"] and stats.examples == ["<stdin>:2: not JSON (JSONDecodeError)"]
