@@ -16,7 +16,9 @@ from guard.cli import exitcodes
 
 
 def monitor_cmd(
-    logs: List[str] = typer.Argument(..., help="Event logs (JSON Lines, .gz too); each brings its rotated .1, .2, ... files; - reads stdin."),
+    logs: List[str] = typer.Argument(
+        ..., help="Event logs (JSON Lines, .gz too); each brings its rotated .1, .2, ... files; - reads stdin."
+    ),
     window: str = typer.Option("1h", "--window", help="Window length: 30m, 1h, 1d, 1h30m ..."),
     baseline: int = typer.Option(24, "--baseline", help="Compare each window with the preceding N windows."),
     baseline_from: Optional[str] = typer.Option(
@@ -33,7 +35,10 @@ def monitor_cmd(
     plot: Optional[str] = typer.Option(None, "--plot", help="Also write a plot: report.html, .png or .svg."),
     fail_on_alert: bool = typer.Option(False, "--fail-on-alert", help="Exit 1 when any alert is raised."),
 ) -> None:
-    """Stream event logs in constant memory and flag fields whose contradicted or not-found rate jumped."""
+    """Stream event logs in constant memory and flag fields whose contradicted or not-found rate jumped.
+
+    Exit 0 after a report, alerts or not; with --fail-on-alert, 1 when any alert is raised.
+    """
     from rich.console import Console
 
     from guard.errors import GuardError
