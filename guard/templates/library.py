@@ -22,13 +22,14 @@ from typing import Any, Iterable
 
 import lark
 import regex
-from lark.lexer import Lexer, Token
+from lark.lexer import Lexer
 
 from guard._resources import data_path
 from guard.errors import GrammarError
+from guard.payload import ClaimType
 from guard.templates.text import PUNCT, STOPS, literal_tokens
 
-SLOT_TYPES = ("identifier", "string", "integer", "decimal", "money", "date", "timestamp", "enum", "boolean")
+SLOT_TYPES = tuple(t.value for t in ClaimType)
 SLOT_TERMINALS = {t: f"{t.upper()}_SLOT" for t in SLOT_TYPES}
 TERMINAL_SLOT_TYPES = {v: k for k, v in SLOT_TERMINALS.items()}
 START = "sentence"

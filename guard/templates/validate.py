@@ -15,7 +15,7 @@ import lark
 from lark import Token
 
 from guard.findings import Finding
-from guard.templates.library import SLOT_TERMINALS, SLOT_TYPES, TERMINAL_SLOT_TYPES, Grammar, Sym
+from guard.templates.library import SLOT_TYPES, TERMINAL_SLOT_TYPES, Grammar, Sym
 from guard.templates.shapes import nearest_shapes
 from guard.templates.text import Sentence, Tok, lex_sentence, split_sentences
 
