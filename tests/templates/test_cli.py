@@ -193,3 +193,19 @@ def test_pre_commit_hook_definition() -> None:
     assert hook["entry"] == "guard lint" and hook["language"] == "python"
     assert {"id", "name", "entry", "language", "files"} <= set(hook)
     assert regex.search(hook["files"], "templates/shipped.txt") and not regex.search(hook["files"], "a.txt.slots.yaml")
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from guard.cli.formatters import json_string_offsets  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40), st.booleans(), st.integers(0, 2))
+def test_json_string_offsets_map_every_character(s: str, ascii_only: bool, indent: int) -> None:
+    text = json.dumps({"claims": [], "answer_template": s}, ensure_ascii=ascii_only, indent=indent or None)
+    offs = json_string_offsets(text, "answer_template")
+    assert offs is not None and len(offs) == len(s) + 1
+    for i, ch in enumerate(s):
+        assert json.loads('"' + text[offs[i]:offs[i + 1]] + '"') == ch

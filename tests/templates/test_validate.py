@@ -120,3 +120,26 @@ def test_untyped_slot_inference_tries_every_type_the_shapes_allow(tmp_path) -> N
     assert r.shapes == [None]
     r = lint("Paid {x} in total.", domain="pay", grammar_dir=tmp_path, slot_types={"x": "money"})
     assert r.ok and r.shapes == ["paid_amount"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PIECES = st.sampled_from(["Your", " ", "order", "{order_id}", "{x}", "{a.b}", "{", "}", ".", ",", "\n", "\t",
+                           "shipped on", "{ship_date}", "Hi", "!", "$", "é", "It contains", "{item_count}",
+                           "items", "  ", "{}", "{0}"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=80), st.lists(_PIECES, max_size=25).map("".join)),
+       st.dictionaries(st.sampled_from(["order_id", "x", "ship_date", "item_count"]),
+                       st.sampled_from(["identifier", "date", "integer", "money", "bogus"])))
+def test_lint_never_raises_and_findings_stay_inside_the_template(text: str, types: dict[str, str]) -> None:
+    r = lint(text, domain="orders", slot_types=types)
+    for f in r.findings:
+        assert 0 <= f.start <= f.end <= len(text)
+        assert f.code[0] in "FS" and f.message
+    assert len(r.sentences) == len(r.shapes)
+    assert r.ok == (not [f for f in r.findings if f.severity.value == "error"])
+    if r.ok:
+        assert all(r.shapes)
