@@ -186,3 +186,29 @@ def test_money_field_needs_integer_column(demo_db):
 
     with pytest.raises(PolicyError, match="integer column of minor units"):
         RecordStore(url, load_policy(data)).close()
+
+
+def test_garbage_in_the_database_is_refused_as_unreachable(tmp_path):
+    """A stored value that is not of its type is the system of record answering garbage: refuse, never answer."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    engine = demo.build(url, n_orders=50, n_customers=20)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE orders SET estimated_delivery = 'next Tuesday', line_count = 'three' "
+                             "WHERE id = 'ord_88031'"))
+    engine.dispose()
+    policy = demo.policy()
+    data = policy.model_dump(mode="json", exclude_none=True)
+    del data["entities"]["order"]["scope"]
+    from guard.policy import load_policy
+
+    policy = load_policy(data)
+    with RecordStore(url, policy) as store:
+        def claim(key, field, type_, value, oid):
+            return {"key": key, "type": type_, "entity": "order", "entity_id": oid, "field": field, "value": value}
+        d = verify({"answer_template": "{eta} {n}", "claims": [
+            claim("eta", "estimated_delivery", "date", "2026-08-03", "ord_88031"),
+            claim("n", "line_count", "integer", 3, "ord_88031")]}, policy, store, now=demo.NOW)
+        assert d.action is Action.REFUSE
+        assert [r.status for r in d.results] == [Status.UNAVAILABLE, Status.UNAVAILABLE]
+        assert all(r.cause == "garbage" for r in d.results)
+        assert "system of record could not be reached" in d.message
