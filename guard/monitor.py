@@ -360,7 +360,9 @@ class Report:
         from rich.console import Console
 
         buffer = io.StringIO()
-        console = Console(file=buffer, width=width, force_terminal=color, no_color=not color, highlight=False)
+        console = Console(
+            file=buffer, width=width, force_terminal=color, force_jupyter=False, no_color=not color, highlight=False
+        )
         render(self, console, tail=tail)
         return buffer.getvalue()
 

@@ -19,4 +19,5 @@ def test_monitoring_notebook_executes(tmp_path: Path) -> None:
     assert not [o for o in outputs if o.get("output_type") == "error"]
     text = "".join(o.get("text", "") for o in outputs)
     assert "flagged [('order.shipped_at', 'contradicted')] from 18:00; prose drift from 20:00" in text
+    assert "Claims per field" in text and "c 2" in text  # the report is plain text, not a rich Jupyter display
     assert any("image/png" in o.get("data", {}) for o in outputs)
