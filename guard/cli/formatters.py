@@ -18,7 +18,6 @@ from guard.findings import CATALOGUE, Finding, Severity
 
 FORMATS = ("text", "json", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFO_URI = "https://github.com/guard/guard"
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
@@ -192,7 +191,7 @@ def sarif(reports: Sequence[FileReport]) -> dict[str, Any]:
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {"name": "guard", "version": __version__, "informationUri": INFO_URI,
+            "tool": {"driver": {"name": "guard", "version": __version__,
                                 "rules": rules}},
             "invocations": [{"executionSuccessful": not notifications,
                              "toolExecutionNotifications": notifications}],
