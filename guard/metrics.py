@@ -32,6 +32,15 @@ PROSE_PER_SLOT_BUCKETS: tuple[float, ...] = (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 
 """Bucket bounds in words per slot; the alert rules' quantiles are only as fine as these."""
 
 
+def _finite(value: Any) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _label(value: Any) -> str:
     return "" if value is None else str(value)
 
@@ -78,11 +87,13 @@ class Metrics:
             return True
         if kind == "decision":
             self.decisions.labels(_label(event.get("action"))).inc()
-            for code in event.get("findings") or ():
-                self.findings.labels(_label(code)).inc()
+            findings = event.get("findings")
+            if isinstance(findings, list):
+                for code in findings:
+                    self.findings.labels(_label(code)).inc()
             ratio = event.get("prose_per_slot")
             # A template without slots has no finite ratio; it is a finding (R4xx), not a histogram point.
-            if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and math.isfinite(ratio):
+            if _finite(ratio):
                 self.prose_per_slot.observe(ratio)
             return True
         return False

@@ -368,6 +368,15 @@ class Report:
 
 
 # -- the accumulator -------------------------------------------------------------
+def _finite(value: Any) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond any float
+        return False
+
+
 class Monitor:
     """Feed events with :meth:`add` (or :meth:`add_all`), then ask for :meth:`report`.
 
@@ -395,13 +404,18 @@ class Monitor:
         if ts == self._last_ts:  # the claims of one request share their timestamp
             return self._last_window
         try:
-            moment = datetime.fromisoformat(ts)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
+            if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+                # Epoch seconds, as some log shippers rewrite it; through datetime to stay in its range.
+                seconds = datetime.fromtimestamp(ts, tz=timezone.utc).timestamp()
+            else:
+                moment = datetime.fromisoformat(ts)  # type: ignore[arg-type]
+                if moment.tzinfo is None:
+                    moment = moment.replace(tzinfo=timezone.utc)
+                seconds = moment.timestamp()
+            window = int(seconds // self._seconds)
+        except (TypeError, ValueError, OverflowError, OSError):
             self.counters["untimed"] += 1
             return None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
-        window = int(moment.timestamp() // self._seconds)
         self._last_ts, self._last_window = ts, window
         return window
 
@@ -428,7 +442,8 @@ class Monitor:
             row = series.counts.get(window)
             if row is None:
                 row = series.counts[window] = [0] * (len(STATUSES) + 1)
-            row[_INDEX.get(event.get("status"), _OTHER)] += 1  # type: ignore[arg-type]
+            status = event.get("status")
+            row[_INDEX.get(status, _OTHER) if isinstance(status, str) else _OTHER] += 1
             return
         counters["decisions"] += 1
         actions = self._decisions.get(window)
@@ -436,13 +451,17 @@ class Monitor:
             actions = self._decisions[window] = {}
         action = str(event.get("action"))
         actions[action] = actions.get(action, 0) + 1
-        for code in event.get("findings") or ():
-            self._findings[code] = self._findings.get(code, 0) + 1
+        findings = event.get("findings")
+        if isinstance(findings, list):
+            for code in findings:
+                code = str(code)
+                self._findings[code] = self._findings.get(code, 0) + 1
         ratio = event.get("prose_per_slot")
-        if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and math.isfinite(ratio):
+        words = event.get("prose_words")
+        if _finite(ratio):
             index = bisect.bisect_right(PROSE_EDGES, ratio) - 1
             index = 0 if index < 0 else index
-        elif not event.get("n_slots") and (event.get("prose_words") or 0) > 0:
+        elif not event.get("n_slots") and _finite(words) and words > 0:
             index = len(PROSE_EDGES) - 1  # prose without any slot: the extreme of routing round the slots
         else:
             return

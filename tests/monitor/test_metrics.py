@@ -86,3 +86,13 @@ def test_served_over_http() -> None:
         server.server_close()
     assert 'guard_claims_total{entity="order",field="shipped_at",status="contradicted"} 1.0' in body
     assert "# TYPE guard_prose_per_slot histogram" in body
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(
+    st.sampled_from(["event", "entity", "field", "status", "action", "findings", "prose_per_slot"]),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5) | st.lists(st.text(max_size=3)),
+))
+def test_observe_survives_odd_events(event: dict) -> None:
+    event.setdefault("event", "decision")
+    Metrics().observe(event)

@@ -314,3 +314,33 @@ def test_baselines_are_the_sums_of_the_preceding_windows(cells, prose, n_base) -
         else:
             assert alert.baseline_n == sum(len(r) for h, r in prose if h in span)
             assert alert.current_n == sum(len(r) for h, r in prose if h == hour)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+_keys = st.sampled_from(["ts", "event", "entity", "field", "status", "action", "findings", "prose_per_slot",
+                         "n_slots", "prose_words", "domain"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.dictionaries(_keys, _json | st.sampled_from(["claim", "decision", T0.isoformat()])), max_size=20))
+def test_any_json_objects_are_survived(events) -> None:
+    m = Monitor(MonitorConfig(min_count=1))
+    m.add_all(events)
+    report = m.report()
+    json.loads(report.to_json())
+    c = report.counters
+    assert c["events"] == len(events)
+    assert c["claims"] + c["decisions"] + c["ignored"] + c["untimed"] + c["other_domain"] == len(events)
+
+
+def test_epoch_timestamps_are_read_and_out_of_range_ones_skipped() -> None:
+    m = Monitor()
+    for ts in [1e300, -1e300, float("nan"), float("inf"), T0.timestamp(), T0.timestamp() + 59, True]:
+        m.add({"ts": ts, "event": "claim", "entity": "o", "field": "f", "status": "confirmed"})
+    report = m.report()
+    assert report.counters["claims"] == 2 and report.counters["untimed"] == 5
+    assert [report.window_start(w) for w in report.windows] == [T0]
