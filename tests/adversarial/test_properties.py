@@ -1,0 +1,192 @@
+"""Properties over hostile payloads and templates, on the suite's own SQLite database.
+
+Whatever the model sends: only guard's documented errors or a decision come
+out; an ``answer`` needs every claim confirmed; its text is the template with
+each slot replaced by the database's value (read here independently with plain
+SQL); and no model string (marked with ``MARK``) reaches an answer, a refusal
+or the facts handed back for regeneration.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings, strategies as st
+
+from guard import demo
+from guard.checker import Status
+from guard.decide import Action, Decision
+from guard.errors import GuardError, PayloadError
+from guard.gate import Guard
+from guard.lint import lint
+from guard.payload import load_payload, template_pieces
+from guard.verify import verify
+
+from .strategies import MARK, any_json, as_json_text, deep_json, hostile_text, mutated_payloads, payloads
+
+PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+GATE_OPEN = {"domains": {"orders": {"stages": {"format": "enforce", "shape": "off", "freetext": "off",
+                                               "ratio": "off"}}}}
+GATE_SHAPES = {"domains": {"orders": {"stages": {"format": "enforce", "shape": "enforce", "freetext": "off",
+                                                 "ratio": "report"}}}}
+
+
+def expected_text(records, payload: dict[str, Any], principal: Any) -> str:
+    """The template with every slot replaced by the database's value, rendered from the oracle's own rows."""
+    by_key = {c["key"]: c for c in payload["claims"]}
+    out = []
+    for piece in template_pieces(payload["answer_template"]):
+        if piece.slot is None:
+            out.append(piece.text)
+        else:
+            c = by_key[piece.slot.name]
+            shown = records.shown(c["entity"], c["entity_id"], c["field"], principal)
+            assert shown is not None, f"answered a claim the database has no value for: {c}"
+            out.append(shown)
+    return "".join(out)
+
+
+def literal_prose(template: str) -> str:
+    return "".join(p.text for p in template_pieces(template) if p.slot is None)
+
+
+def assert_sound(records, payload: dict[str, Any], d: Decision, principal: Any) -> None:
+    assert isinstance(d, Decision)
+    event(d.action.value)
+    statuses = [r.status for r in d.results]
+    if d.action is Action.ANSWER:
+        assert payload["claims"] and len(statuses) == len(payload["claims"])
+        assert all(s is Status.CONFIRMED for s in statuses)
+        assert d.text == expected_text(records, payload, principal)
+        prose = literal_prose(payload["answer_template"])
+        for c in payload["claims"]:
+            for s in (c["value"], c["entity_id"]):
+                if isinstance(s, str) and len(s.strip()) >= 4 and s in d.text:
+                    shown = records.shown(c["entity"], c["entity_id"], c["field"], principal) or ""
+                    assert s in prose or s in shown, f"model string {s!r} reached the answer"
+    else:
+        assert d.text is None
+    if statuses and all(s is Status.CONFIRMED for s in statuses):
+        assert d.action is Action.ANSWER
+    if d.action is Action.REGENERATE:
+        assert Status.CONTRADICTED in statuses
+        for key, fact in d.facts.items():
+            c = next(c for c in payload["claims"] if c["key"] == key)
+            assert fact["text"] == records.shown(c["entity"], c["entity_id"], c["field"], principal)
+    shown_to_user = json.dumps([d.text, d.message, d.facts, d.citations], ensure_ascii=False, default=str)
+    assert MARK not in shown_to_user
+
+
+def mix_in_truth(data, records, payload: dict[str, Any], principal: Any) -> dict[str, Any]:
+    """Replace some claims by true ones (sometimes nudged to be wrong), so every decision is reachable."""
+    truth = records.true_claims(principal)
+    claims = []
+    for c in payload["claims"]:
+        kind = data.draw(st.sampled_from(["hostile", "true", "true", "wrong"]))
+        if kind == "hostile":
+            claims.append(c)
+            continue
+        t = dict(data.draw(st.sampled_from(truth)), key=c["key"])
+        if kind == "wrong":
+            t["value"] = data.draw(st.sampled_from(["ord_1", "1.5", 999999, "nobody", "2001-01-01"]))
+        claims.append(t)
+    return {"answer_template": payload["answer_template"], "claims": claims}
+
+
+@PROPS
+@given(payload=payloads(), principal=st.sampled_from([demo.PRINCIPAL, demo.PRINCIPAL, None, "cus_1001"]),
+       data=st.data())
+def test_verify_is_sound_on_hostile_payloads(records, payload, principal, data):
+    payload = mix_in_truth(data, records, payload, principal)
+    try:
+        d = verify(payload, records.policy, records.store, principal=principal, now=demo.NOW)
+    except PayloadError:
+        return
+    assert_sound(records, payload, d, principal)
+
+
+@PROPS
+@given(payload=payloads())
+def test_verify_answers_true_payloads_built_from_the_database(records, payload):
+    """Rewrite every claim to the database's own value: whatever the template, it must then be answered
+    (unless the template itself is unsafe), so soundness above is not won by refusing everything."""
+    policy = records.policy
+    fixed = []
+    for c in payload["claims"]:
+        fixed.append({"key": c["key"], "type": "integer", "entity": "order", "entity_id": "ord_88431",
+                      "field": "line_count", "value": 3})
+    p = {"answer_template": payload["answer_template"], "claims": fixed}
+    try:
+        d = verify(p, policy, records.store, principal=demo.PRINCIPAL, now=demo.NOW)
+    except PayloadError:
+        return
+    if fixed:
+        assert d.action is Action.ANSWER
+    assert_sound(records, p, d, demo.PRINCIPAL)
+
+
+@PROPS
+@given(payload=payloads(), shapes=st.booleans(), data=st.data())
+def test_gate_run_gives_a_decision_or_a_payload_error(records, payload, shapes, data):
+    payload = mix_in_truth(data, records, payload, demo.PRINCIPAL)
+    g = Guard(records.policy, records.store, domain="orders", config=GATE_SHAPES if shapes else GATE_OPEN)
+    try:
+        d = g.run(payload, principal=demo.PRINCIPAL, now=demo.NOW)
+    except PayloadError:
+        return
+    assert_sound(records, payload, d, demo.PRINCIPAL)
+    if d.results == () and d.action is Action.REFUSE and payload["claims"]:
+        assert d.findings and MARK not in d.message
+
+
+@PROPS
+@given(data=st.one_of(any_json, mutated_payloads()))
+def test_load_payload_takes_any_json_value(data):
+    for form in (data, as_json_text(data), as_json_text(data).encode("utf-8", "surrogatepass")):
+        try:
+            p = load_payload(form)
+        except PayloadError as exc:
+            assert exc.problems or exc.message
+            continue
+        assert isinstance(p.answer_template, str)
+
+
+@settings(max_examples=30, deadline=None)
+@given(text=deep_json)
+def test_deep_nesting_is_a_payload_error(text):
+    with pytest.raises(PayloadError):
+        load_payload(text)
+    with pytest.raises(PayloadError):
+        load_payload('{"answer_template": "x", "claims": [' + text + "]}")
+
+
+@PROPS
+@given(blob=st.binary(max_size=300))
+def test_load_payload_takes_any_bytes(blob):
+    try:
+        load_payload(blob)
+    except PayloadError:
+        pass
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"])
+def test_non_finite_numbers_are_rejected(text):
+    raw = ('{"answer_template": "{a}", "claims": [{"key": "a", "type": "money", "entity": "order", '
+           '"entity_id": "ord_88431", "field": "total_minor", "value": %s}]}' % text)
+    with pytest.raises(PayloadError):
+        load_payload(raw)
+    with pytest.raises(PayloadError):
+        load_payload(json.loads(raw, parse_constant=float))
+
+
+@PROPS
+@given(template=st.one_of(hostile_text, st.text(max_size=200)), domain=st.sampled_from(["orders", "billing"]))
+def test_lint_gives_findings_never_a_crash(template, domain):
+    try:
+        r = lint(template, domain=domain)
+    except GuardError:
+        return
+    for f in r.findings:
+        assert 0 <= f.start <= f.end <= len(template)
