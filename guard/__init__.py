@@ -1,7 +1,10 @@
 """guard: nobody ships a sentence that was not verified.
 
 The public API is imported lazily so ``import guard`` stays cheap (no spaCy,
-SQLAlchemy or Lark until used).
+SQLAlchemy or Lark until used). A function named like its stage's module
+(``lint``, ``decide``, ``verify``, ``audit``) is not re-exported here: importing
+the submodule would replace it with the module. Use ``from guard.lint import
+lint`` and the like.
 """
 
 from __future__ import annotations
@@ -24,9 +27,14 @@ _EXPORTS = {
     "Status": "guard.checker",
     "check": "guard.checker",
     "Decision": "guard.decide",
-    "decide": "guard.decide",
-    "verify": "guard.verify",
     "regenerate_loop": "guard.verify",
+    "Guard": "guard.gate",
+    "load_gate_config": "guard.gate",
+    "lint_payload": "guard.lint",
+    "LintResult": "guard.lint",
+    "load_classifier": "guard.freetext_stage",
+    "EventLog": "guard.events",
+    "Metrics": "guard.metrics",
     "Finding": "guard.findings",
     "GuardError": "guard.errors",
     "PayloadError": "guard.errors",

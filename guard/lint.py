@@ -128,15 +128,70 @@ def lint_payload(
     ``payload`` is a :class:`guard.payload.Payload` or anything
     :func:`guard.payload.load_payload` reads (JSON text, bytes, a dict).
     """
+    from guard.errors import PayloadError
     from guard.payload import Payload, load_payload
 
-    p = payload if isinstance(payload, Payload) else load_payload(payload)
+    try:
+        p = payload if isinstance(payload, Payload) else load_payload(payload)
+    except PayloadError:
+        template, types = _lenient(payload)
+        if template is None:
+            raise
+        # the payload is unacceptable (unsafe slots, missing claims): lint its template so the author sees why
+        ctx = LintContext(template, domain, types, grammar_dir)
+
+        def unclaimed(ctx: LintContext) -> list[Finding]:
+            return [Finding.make("F107", f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
+                                 start=s.start, end=s.end) for s in ctx.slots if s.name not in types]
+
+        chosen = list(stages if stages is not None else STAGES)
+        return run_stages(ctx, chosen[:1] + [("claims", unclaimed)] + chosen[1:])
     types = {c.key: c.type.value for c in p.claims}
     ctx = LintContext(p.answer_template, domain, types, grammar_dir, payload=p)
     return run_stages(ctx, stages)
 
 
-__all__ = ["lint", "lint_payload", "LintResult", "LintContext", "Stage", "STAGES", "format_stage", "shape_stage",
+def _lenient(payload: Any) -> tuple[str | None, dict[str, str]]:
+    """The template and whatever slot types can be read from a payload that failed validation."""
+    import json
+
+    from guard.payload import ClaimType
+
+    data = payload
+    if isinstance(payload, (str, bytes)):
+        try:
+            data = json.loads(payload)
+        except (ValueError, RecursionError):
+            return None, {}
+    if not isinstance(data, dict) or not isinstance(data.get("answer_template"), str):
+        return None, {}
+    known = {t.value for t in ClaimType}
+    types = {c["key"]: c["type"] for c in data.get("claims") or [] if isinstance(c, dict)
+             and isinstance(c.get("key"), str) and c.get("type") in known}
+    return data["answer_template"], types
+
+
+def default_stages(*, freetext: bool | None = None, ratio: bool = True, thresholds: Any = None,
+                   classifier: Any = None) -> list[tuple[str, Stage]]:
+    """Format and shape, plus the free-text classifier (``None``: when the shipped model is present) and the
+    slot-ratio monitor."""
+    stages = list(STAGES)
+    if freetext is None:
+        from guard.freetext.model import default_model_path
+
+        freetext = classifier is not None or default_model_path().is_file()
+    if freetext:
+        from guard.freetext_stage import freetext_stage, load_classifier
+
+        stages.append(("freetext", freetext_stage(classifier or load_classifier())))
+    if ratio:
+        from guard.ratio import ratio_stage
+
+        stages.append(("ratio", ratio_stage(thresholds)))
+    return stages
+
+
+__all__ = ["lint", "lint_payload", "default_stages", "LintResult", "LintContext", "Stage", "STAGES", "format_stage", "shape_stage",
            "run_stages"]
 
 

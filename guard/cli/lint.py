@@ -25,9 +25,17 @@ def lint_cmd(
     grammar_dir: Optional[Path] = typer.Option(None, "--grammar-dir", help="Directory with your own <domain>.lark "
                                                                           "files (may %import core)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here, not stdout."),
+    freetext: Optional[bool] = typer.Option(None, "--freetext/--no-freetext",
+                                            help="Free-text classifier findings (T3xx); default: when the model "
+                                                 "is installed."),
+    model: Optional[Path] = typer.Option(None, "--model", help="A classifier model other than the shipped one."),
+    ratio: bool = typer.Option(True, "--ratio/--no-ratio", help="Slot-ratio findings (R4xx)."),
+    max_prose_per_slot: float = typer.Option(8.0, "--max-prose-per-slot", help="R401 threshold."),
+    max_words_without_slot: int = typer.Option(12, "--max-words-without-slot", help="R402 threshold."),
 ) -> None:
     """Lint templates: exit 0 when clean, 1 on findings, 2 on usage or input errors."""
-    from guard.lint import find_templates, lint_file, parse_slot_types
+    from guard.lint import default_stages, find_templates, lint_file, parse_slot_types
+    from guard.ratio import RatioThresholds
     from guard.templates import load_grammar
 
     if fmt not in FORMATS:
@@ -35,12 +43,22 @@ def lint_cmd(
     try:
         types = parse_slot_types(slot_type)
         load_grammar(domain, grammar_dir=grammar_dir)
+        classifier = None
+        if model is not None and freetext is not False:
+            from guard.freetext_stage import load_classifier
+
+            classifier = load_classifier(model)
+        stages = default_stages(freetext=freetext, ratio=ratio, classifier=classifier,
+                                thresholds=RatioThresholds(max_prose_per_slot=max_prose_per_slot,
+                                                           max_words_without_slot=max_words_without_slot))
     except GuardError as exc:
         _fail(str(exc))
+    except ValueError as exc:
+        _fail(f"bad threshold: {exc}")
     files = find_templates(paths)
     if not files:
         _fail("no template files found")
-    reports = [_one(f, domain, types, grammar_dir, lint_file) for f in _progress(files)]
+    reports = [_one(f, domain, types, grammar_dir, lint_file, stages) for f in _progress(files)]
     text = render(reports, fmt)
     if output is not None:
         output.write_text(text, encoding="utf-8")
@@ -51,9 +69,10 @@ def lint_cmd(
     raise typer.Exit(exitcodes.OK if all(r.ok for r in reports) else exitcodes.FINDINGS)
 
 
-def _one(path: Path, domain: str, types: dict[str, str], grammar_dir: Optional[Path], lint_file) -> FileReport:
+def _one(path: Path, domain: str, types: dict[str, str], grammar_dir: Optional[Path], lint_file,
+         stages) -> FileReport:
     try:
-        fl = lint_file(path, domain=domain, slot_types=types, grammar_dir=grammar_dir)
+        fl = lint_file(path, domain=domain, slot_types=types, grammar_dir=grammar_dir, stages=stages)
     except GuardError as exc:
         return FileReport(str(path), error=str(exc).replace("\n", " "))
     extra = {"payload": fl.payload, "sentences": [s.to_dict() for s in fl.result.sentences]}
