@@ -145,8 +145,8 @@ def test_reading_garbage_never_crashes_and_accounts_for_every_line(tmp_path: Pat
 
 
 # -- concurrency ---------------------------------------------------------------
-def _writer(path: str, writer: int, threads: int, lines: int, max_bytes: int) -> None:
-    log = EventLog(path, max_bytes=max_bytes, backup_count=100_000)
+def _writer(path: str, writer: int, threads: int, lines: int, max_bytes: int, compress: bool = False) -> None:
+    log = EventLog(path, max_bytes=max_bytes, backup_count=100_000, compress=compress)
 
     def run(t: int) -> None:
         for i in range(lines):
@@ -160,30 +160,34 @@ def _writer(path: str, writer: int, threads: int, lines: int, max_bytes: int) ->
     log.close()
 
 
-def _check_all_lines(path: Path, writers: list[str], lines: int) -> None:
+def _check_all_lines(path: Path, writers: list[str], lines: int) -> list[Path]:
     seen: dict[str, list[int]] = {w: [] for w in writers}
     files = log_files([path])
     assert len(files) > 3, "the test must force rotations"
     for f in files:
-        for raw in f.read_bytes().splitlines():
+        body = gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes()
+        for raw in body.splitlines():
             event = json.loads(raw)  # every line is whole, valid JSON
             writer, i = event["request_id"].rsplit("-", 1)
             seen[writer].append(int(i))
     for writer, numbers in seen.items():
         assert numbers == list(range(lines)), writer  # none lost, none doubled, in order per thread
+    return files
 
 
-def test_processes_and_threads_share_a_rotating_log(tmp_path: Path) -> None:
+@pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzip"])
+def test_processes_and_threads_share_a_rotating_log(tmp_path: Path, compress: bool) -> None:
     path = tmp_path / "shared.log"
     processes, threads, lines = 4, 3, 150
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(str(path), p, threads, lines, 4_000)) for p in range(processes)]
+    procs = [ctx.Process(target=_writer, args=(str(path), p, threads, lines, 4_000, compress)) for p in range(processes)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
-    _check_all_lines(path, [f"p{p}t{t}" for p in range(processes) for t in range(threads)], lines)
+    files = _check_all_lines(path, [f"p{p}t{t}" for p in range(processes) for t in range(threads)], lines)
+    assert all(f.suffix == ".gz" for f in files[:-1]) == compress
 
 
 def test_a_log_opened_before_fork_is_safe_in_the_children(tmp_path: Path) -> None:
