@@ -11,8 +11,9 @@ open descriptor with the inode at the path and reopens.
 Rotation follows :class:`logging.handlers.RotatingFileHandler`: ``log`` is
 renamed ``log.1``, ``log.1`` becomes ``log.2`` and so on up to
 ``backup_count``; with ``compress=True`` the rotated files are gzipped
-(``log.1.gz``). :func:`read_events` reads a log with its rotated files, oldest
-first.
+(``log.1.gz``), which holds every writer for the second or so that
+compressing ``max_bytes`` takes. :func:`read_events` reads a log with its
+rotated files, oldest first. ``flock`` needs a local file system (not NFS).
 
 Example::
 
