@@ -166,6 +166,10 @@ class MonitorConfig:
     domain: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("baseline_start", "baseline_end"):
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is None:  # naive means UTC, as in the logs
+                object.__setattr__(self, name, value.replace(tzinfo=timezone.utc))
         problems = []
         if self.window.total_seconds() <= 0:
             problems.append("window must be longer than zero")

@@ -126,6 +126,8 @@ def test_fixed_baseline_is_not_tested_and_later_windows_are_compared_with_it() -
         events += claims(h, "shipped_at", 400, 60)
     report = run(events, baseline_start=T0, baseline_end=T0 + 3 * HOUR)
     assert [a.window_start for a in report.alerts] == [T0 + h * HOUR for h in (3, 4, 5)]
+    naive = run(events, baseline_start=T0.replace(tzinfo=None), baseline_end=(T0 + 3 * HOUR).replace(tzinfo=None))
+    assert naive.alerts == report.alerts  # naive times are UTC, as in the logs
     assert all(a.baseline_n == 1200 and a.baseline_count == 24 for a in report.alerts)
     # With a rolling baseline of one window the new level stops being news after the first hour.
     rolling = run(events, baseline_windows=1)
