@@ -126,8 +126,6 @@ def test_fixed_baseline_is_not_tested_and_later_windows_are_compared_with_it() -
         events += claims(h, "shipped_at", 400, 60)
     report = run(events, baseline_start=T0, baseline_end=T0 + 3 * HOUR)
     assert [a.window_start for a in report.alerts] == [T0 + h * HOUR for h in (3, 4, 5)]
-    naive = run(events, baseline_start=T0.replace(tzinfo=None), baseline_end=(T0 + 3 * HOUR).replace(tzinfo=None))
-    assert naive.alerts == report.alerts  # naive times are UTC, as in the logs
     assert all(a.baseline_n == 1200 and a.baseline_count == 24 for a in report.alerts)
     # With a rolling baseline of one window the new level stops being news after the first hour.
     rolling = run(events, baseline_windows=1)
@@ -346,3 +344,20 @@ def test_epoch_timestamps_are_read_and_out_of_range_ones_skipped() -> None:
     report = m.report()
     assert report.counters["claims"] == 2 and report.counters["untimed"] == 5
     assert [report.window_start(w) for w in report.windows] == [T0]
+
+
+def test_naive_baseline_times_are_utc_whatever_the_local_zone(monkeypatch) -> None:
+    import time
+
+    events = []
+    for h in range(6):
+        events += claims(h, "shipped_at", 400, 8 if h < 3 else 60)
+    aware = run(events, baseline_start=T0, baseline_end=T0 + 3 * HOUR)
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        naive = run(events, baseline_start=T0.replace(tzinfo=None), baseline_end=(T0 + 3 * HOUR).replace(tzinfo=None))
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert naive.alerts == aware.alerts and len(aware.alerts) == 3
