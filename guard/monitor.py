@@ -152,7 +152,11 @@ def binned_quantile(counts: list[int], q: float, edges: tuple[float, ...] = PROS
 # -- configuration and report --------------------------------------------------
 @dataclass(frozen=True)
 class MonitorConfig:
-    """How to window, what to compare and how sure to be before alerting."""
+    """How to window, what to compare and how sure to be before alerting.
+
+    Windows are aligned to multiples of their length since the Unix epoch, so
+    hours start on the hour and days at midnight UTC, in every run.
+    """
 
     window: timedelta = timedelta(hours=1)
     baseline_windows: int = 24
