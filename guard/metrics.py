@@ -15,11 +15,17 @@ Example::
     metrics = Metrics()
     metrics.observe({"event": "decision", "action": "answer", "findings": [], "prose_per_slot": 2.5})
     metrics.serve(9464)        # or: body = metrics.expose()
+
+Several worker processes (gunicorn, uwsgi) count into one set of series with
+prometheus_client's multiprocess mode: set ``PROMETHEUS_MULTIPROC_DIR`` to an
+empty directory before the workers start; :meth:`Metrics.expose` and
+:meth:`Metrics.serve` then report the sum over every process's files.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -98,16 +104,30 @@ class Metrics:
             return True
         return False
 
+    def _exposed(self) -> CollectorRegistry:
+        """The registry to expose: this one, or in multiprocess mode the files of every process."""
+        folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir")
+        if not folder:
+            return self.registry
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        registry = CollectorRegistry()
+        try:
+            MultiProcessCollector(registry, path=folder)
+        except ValueError as exc:
+            raise GuardError(f"cannot read the multiprocess metrics: {exc}", location=folder) from exc
+        return registry
+
     def expose(self) -> bytes:
-        """The registry in the Prometheus text format (for a handler of your own web framework)."""
-        return generate_latest(self.registry)
+        """The metrics in the Prometheus text format (for a handler of your own web framework)."""
+        return generate_latest(self._exposed())
 
     content_type = CONTENT_TYPE_LATEST
 
     def serve(self, port: int, addr: str = "0.0.0.0") -> Any:
         """Serve ``/metrics`` on ``addr:port`` from a daemon thread; returns the server."""
         try:
-            return start_http_server(port, addr=addr, registry=self.registry)
+            return start_http_server(port, addr=addr, registry=self._exposed())
         except OSError as exc:
             raise GuardError(f"cannot serve metrics on {addr}:{port}: {exc.strerror}") from exc
 

@@ -96,3 +96,30 @@ def test_served_over_http() -> None:
 def test_observe_survives_odd_events(event: dict) -> None:
     event.setdefault("event", "decision")
     Metrics().observe(event)
+
+
+def _worker_counts(events: int) -> None:
+    from guard.metrics import Metrics
+
+    m = Metrics()
+    for i in range(events):
+        m.observe(claim("shipped_at", "contradicted" if i % 10 == 0 else "confirmed"))
+        m.observe(decision("answer", ["R401"], 3.0))
+
+
+def test_worker_processes_add_up_in_multiprocess_mode(tmp_path, monkeypatch) -> None:
+    import multiprocessing as mp
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    ctx = mp.get_context("spawn")  # a fresh interpreter reads the variable when it imports prometheus_client
+    procs = [ctx.Process(target=_worker_counts, args=(n,)) for n in (30, 50, 70)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    body = Metrics().expose().decode()
+    assert 'guard_claims_total{entity="order",field="shipped_at",status="confirmed"} 135.0' in body
+    assert 'guard_claims_total{entity="order",field="shipped_at",status="contradicted"} 15.0' in body
+    assert 'guard_decisions_total{action="answer"} 150.0' in body
+    assert "guard_prose_per_slot_count 150.0" in body
