@@ -18,6 +18,10 @@ from typing import Any, Iterable, Sequence
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
 
+#: Bumped whenever a change here alters the features of a text; models record it and
+#: refuse to load under a different one (their weights would silently mean something else).
+FEATURIZER_VERSION = 4
+
 #: Stand-in for a ``{slot}``: a private-use character the tokenizer keeps as one token.
 SLOT_CHAR = "\ue000"
 _SLOT_RE = re.compile(r"\{[^{}\n]{0,200}\}")
@@ -68,11 +72,46 @@ def tri_feature(a: Lex, b: Lex, c: Lex) -> str:
     return f"t={a.abs} {b.abs} {c.abs}"
 
 
+_CONDITION = frozenset({"if", "once", "unless", "whenever", "when", "until"})
+_MODAL = frozenset({"will", "'ll", "would", "wo", "may", "might", "can", "could", "must", "'d", "ca", "should", "shall"})
+_LEAD_REASON = frozenset({"since", "as", "because", "given", "now"})
+
+
+def clause_features(lexes: Sequence["Lex"]) -> list[str]:
+    """Features of the sentence's clause structure, which token n-grams cannot see.
+
+    ``s=cond_modal``: a condition clause followed, after a comma, by a modal
+    ("If the card is reported lost, we'll block it": a conditional consequence);
+    ``s=cond_comma``: a condition clause and a comma without a modal ("If you
+    want a receipt, tap Download": an instruction); ``s=lead_reason``: a
+    sentence opening with since/as/because + a clause and a comma.
+    """
+    out = []
+    cond = comma = False
+    for x in lexes:
+        low = x.lower
+        if not cond:
+            cond = low in _CONDITION
+        elif low == "," or low == ";":
+            comma = True
+        elif comma and low in _MODAL:
+            out.append("s=cond_modal")
+            break
+    else:
+        if cond and comma:
+            out.append("s=cond_comma")
+    if len(lexes) > 2 and lexes[0].lower in _LEAD_REASON and not lexes[1].slot and lexes[1].abs not in ("#NUM", "#TIMEPOINT"):
+        if any(x.lower == "," for x in lexes[2:]):
+            out.append("s=lead_reason")
+    return out
+
+
+_AUXILIARIES = frozenset({"be", "have", "do", "will", "shall", "can", "may", "must", "would", "could", "should", "might"})
 _PREFIX_GROUP = {"w=": "words", "l=": "lemmas", "c=": "classes", "s=": "shape", "x=": "suffix"}
 
 
 #: Feature groups a featurizer can switch on or off.
-GROUPS = ("words", "lemmas", "classes", "shape", "suffix", "bigrams", "trigrams", "patterns")
+GROUPS = ("words", "lemmas", "classes", "shape", "suffix", "bigrams", "trigrams", "patterns", "clauses")
 
 
 class Linguistics:
@@ -143,10 +182,16 @@ class Linguistics:
         if self._is_sup(lower, lemma):
             keys.add("guard_sup")
             morph.append("m=sup")
-        if lemma != lower and lower in (lemma + "s", lemma + "es", lemma[:-1] + "ies"):
+        plural = lemma != lower and lower in (lemma + "s", lemma + "es", lemma[:-1] + "ies")
+        if plural:
             keys.add("guard_plural")
             morph.append("m=pl")
-        if like_num:
+        elif (lemma != lower and lemma not in _AUXILIARIES and not lower.endswith(("ing", "s"))
+              and "guard_cmp" not in keys and "guard_sup" not in keys):
+            keys.add("guard_past")
+            morph.append("m=past")
+        digit = not like_num and any(ch.isdigit() for ch in text)
+        if like_num or digit:
             abs_ = "#NUM"
         else:
             abs_ = next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
@@ -160,6 +205,8 @@ class Linguistics:
             uni.append(f"x={lower[-3:]}")
         if like_num:
             uni.append("num")
+        if digit:
+            uni.append("dig")
         uni.extend(morph)
         keys = frozenset(keys)
         return Lex(text, lower, lemma, abs_, tuple(uni), keys, False, bool(vlex.is_punct), False, self.matcher.state(keys))
@@ -224,10 +271,13 @@ class Linguistics:
                 feats.extend(bi_features(prev, x))
                 prev = x
             feats.extend(bi_features(prev, EOS))
-        if "trigrams" in groups:
-            feats.extend(tri_feature(lexes[i], lexes[i + 1], lexes[i + 2]) for i in range(len(lexes) - 2))
+        if "trigrams" in groups and lexes:
+            seq = [BOS] + list(lexes)
+            feats.extend(tri_feature(seq[i], seq[i + 1], seq[i + 2]) for i in range(len(seq) - 2))
         if "patterns" in groups:
             feats.extend(f"p={name}" for name, _, _ in self.matcher.find([x.m for x in lexes]))
+        if "clauses" in groups:
+            feats.extend(clause_features(lexes))
         return feats
 
     def located_features(self, text: str, groups: frozenset[str]) -> list[tuple[str, int, int]]:
@@ -241,12 +291,16 @@ class Linguistics:
             seq = [(BOS, toks[0][1], toks[0][1])] + toks + [(EOS, toks[-1][2], toks[-1][2])]
             for (a, s, _), (b, _, e) in zip(seq, seq[1:]):
                 out.extend((f, s, e) for f in bi_features(a, b))
-        if "trigrams" in groups:
+        if "trigrams" in groups and toks:
+            if len(toks) > 1:
+                out.append((tri_feature(BOS, lexes[0], lexes[1]), toks[0][1], toks[1][2]))
             for i in range(len(toks) - 2):
                 out.append((tri_feature(lexes[i], lexes[i + 1], lexes[i + 2]), toks[i][1], toks[i + 2][2]))
         if "patterns" in groups:
             for name, i, j in self.matcher.find([x.m for x in lexes]):
                 out.append((f"p={name}", toks[i][1], toks[j - 1][2]))
+        if "clauses" in groups and toks:
+            out.extend((f, toks[0][1], toks[0][2]) for f in clause_features(lexes))
         return out
 
     # -- the spaCy Matcher (explanations, cross-checks) -------------------------------

@@ -24,8 +24,8 @@ from guard.errors import ModelError
 
 #: Attribute names a pattern may use, mapped to the key prefix of FastMatcher.
 NATIVE_ATTRS = {"LOWER", "LIKE_NUM", "IS_ALPHA", "IS_DIGIT", "IS_PUNCT"}
-CUSTOM_ATTRS = {"guard_lemma", "guard_cmp", "guard_sup", "guard_slot", "guard_plural"}
-FLAG_ATTRS = {"LIKE_NUM", "IS_ALPHA", "IS_DIGIT", "IS_PUNCT", "guard_cmp", "guard_sup", "guard_slot", "guard_plural"}
+CUSTOM_ATTRS = {"guard_lemma", "guard_cmp", "guard_sup", "guard_slot", "guard_plural", "guard_past"}
+FLAG_ATTRS = {"LIKE_NUM", "IS_ALPHA", "IS_DIGIT", "IS_PUNCT", "guard_cmp", "guard_sup", "guard_slot", "guard_plural", "guard_past"}
 VALUE_ATTRS = {"LOWER": "w", "guard_lemma": "l"}
 
 
@@ -247,6 +247,7 @@ def register_extensions(lexeme_of) -> None:
         "guard_sup": lambda t: "guard_sup" in lexeme_of(t).keys,
         "guard_slot": lambda t: "guard_slot" in lexeme_of(t).keys,
         "guard_plural": lambda t: "guard_plural" in lexeme_of(t).keys,
+        "guard_past": lambda t: "guard_past" in lexeme_of(t).keys,
     }
     for name, getter in getters.items():
         Token.set_extension(name, getter=getter, force=True)

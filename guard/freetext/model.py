@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from guard.errors import ModelError
-from guard.freetext.featurize import BOS, EOS, GROUPS, bi_features, linguistics, tri_feature, uni_features
+from guard.freetext.featurize import BOS, EOS, FEATURIZER_VERSION, GROUPS, bi_features, clause_features, linguistics, tri_feature, uni_features
 
 FORMAT_VERSION = 1
 #: Libraries whose version must match the card: name -> how many version parts must agree.
@@ -77,6 +77,7 @@ class FreeTextClassifier:
         self.groups = tuple(groups)
         self.lexicon = lexicon
         self.format_version = FORMAT_VERSION
+        self.featurizer_version = FEATURIZER_VERSION
         if self.weights.shape != (len(self.vocabulary), len(self.labels)):
             raise ModelError(f"weights have shape {self.weights.shape}, expected {(len(self.vocabulary), len(self.labels))}")
         if "bias" not in self.vocabulary:
@@ -106,7 +107,7 @@ class FreeTextClassifier:
             self.__dict__.update(_ling=ling, _groups=frozenset(self.groups), _bias=self.vocabulary["bias"],
                                  _wcache={}, _ucache={}, _bcache={}, _pcache={}, _wsum={}, _ecache={},
                                  _wlist=self.weights.astype(np.float64).tolist(),
-                                 _patterns="patterns" in self.groups)
+                                 _patterns="patterns" in self.groups, _clauses="clauses" in self.groups)
         return ling
 
     def _columns(self, lexes: list) -> set[int]:
@@ -130,13 +131,18 @@ class FreeTextClassifier:
         if d["_patterns"]:
             for name, _, _ in d["_ling"].matcher.find_long([x.m for x in lexes]):
                 cols.extend(self._pattern_columns(name))
+        if d["_clauses"]:
+            for f in clause_features(lexes):
+                c = self.vocabulary.get(f)
+                if c is not None:
+                    cols.append(c)
         return set(cols)
 
     def _window(self, a: Any, b: Any, x: Any) -> tuple:
         """(columns, short pattern matches as (name, length)) of the features ending on x."""
         cols = self._unigram_columns(x) if x is not EOS else ()
         cols += self._bigram_columns(b, x)
-        if "trigrams" in self._groups and a is not BOS and x is not EOS:
+        if "trigrams" in self._groups and b is not BOS and x is not EOS:
             col = self.vocabulary.get(tri_feature(a, b, x))
             if col is not None:
                 cols += (col,)
@@ -366,6 +372,7 @@ def save(clf: FreeTextClassifier, path: str | Path, card: dict[str, Any]) -> dic
     full.update({
         "name": path.stem,
         "format_version": FORMAT_VERSION,
+        "featurizer_version": clf.featurizer_version,
         "labels": list(clf.labels),
         "thresholds": {lab: round(float(t), 4) for lab, t in zip(clf.labels, clf.thresholds)},
         "libraries": library_versions(),
@@ -396,6 +403,8 @@ def check_card(card: dict[str, Any], path: str | Path, *, installed: dict[str, s
     problems = []
     if card.get("format_version") != FORMAT_VERSION:
         problems.append(f"format_version is {card.get('format_version')!r}, this guard reads {FORMAT_VERSION}")
+    if card.get("featurizer_version") != FEATURIZER_VERSION:
+        problems.append(f"featurizer_version is {card.get('featurizer_version')!r}, this guard computes version {FEATURIZER_VERSION} features (retrain with `guard train`)")
     if card.get("labels") != list(_labels()):
         problems.append(f"labels are {card.get('labels')!r}, this guard expects {list(_labels())}")
     installed = installed or library_versions()
@@ -440,6 +449,8 @@ def load(path: str | Path | None = None) -> FreeTextClassifier:
         raise ModelError(f"model file {path} cannot be read: {type(exc).__name__}: {exc}", location=str(path)) from None
     if not isinstance(clf, FreeTextClassifier):
         raise ModelError(f"{path} holds a {type(clf).__name__}, not a FreeTextClassifier", location=str(path))
+    if getattr(clf, "featurizer_version", None) != card.get("featurizer_version"):
+        raise ModelError(f"{path} was built with featurizer version {getattr(clf, 'featurizer_version', None)!r} but its card says {card.get('featurizer_version')!r}", location=str(path))
     if list(clf.labels) != card["labels"]:
         raise ModelError(f"{path} predicts labels {list(clf.labels)} but its card says {card['labels']}", location=str(path))
     thr = card.get("thresholds", {})

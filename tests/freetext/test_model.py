@@ -153,6 +153,12 @@ def test_patch_level_differences_are_accepted(model_copy):
     check_card(card, model_copy, installed=bumped)
 
 
+def test_featurizer_version_mismatch_is_a_model_error(model_copy):
+    _edit_card(model_copy, lambda c: c.__setitem__("featurizer_version", 1))
+    with pytest.raises(ModelError, match="featurizer_version"):
+        load(model_copy)
+
+
 def test_label_mismatch_is_a_model_error(model_copy):
     _edit_card(model_copy, lambda c: c.__setitem__("labels", ["causal", "quantity"]))
     with pytest.raises(ModelError, match="labels"):
