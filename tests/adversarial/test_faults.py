@@ -1,7 +1,7 @@
 """Database faults against the real servers: each gives a refusal that names the cause, never an answer
 and never an exception, and the next request after the fault clears is answered without any help.
 
-The slow queries come from a view the policy points at (``slow_orders``) whose
+The slow queries come from a view the policy points at (``slow_orders_<worker>``) whose
 select sleeps for as long as a one-row ``knob`` table says, so a test turns
 the fault on and off with an UPDATE.
 """
@@ -32,15 +32,17 @@ GATE = {"domains": {"orders": {"stages": {"format": "enforce", "shape": "enforce
 CAUSE_TEXT = {"timeout": "statement timeout", "connection": "could not be reached", "locked": "locked",
               "schema": "no longer matches the policy"}
 
+VIEW = f"slow_orders_{worker()}"
+"""Named per xdist worker: the killer finds its query by the view's name, never another worker's."""
 SLOW_VIEW = {
-    "postgresql": "CREATE VIEW slow_orders AS SELECT o.* FROM orders o, "
+    "postgresql": f"CREATE VIEW {VIEW} AS SELECT o.* FROM orders o, "
                   "(SELECT pg_sleep((SELECT seconds FROM knob))) AS k",
-    "mariadb": "CREATE VIEW slow_orders AS SELECT o.* FROM orders o WHERE SLEEP((SELECT seconds FROM knob)) = 0",
+    "mariadb": f"CREATE VIEW {VIEW} AS SELECT o.* FROM orders o WHERE SLEEP((SELECT seconds FROM knob)) = 0",
 }
 RUNNING = {
-    "postgresql": "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%slow_orders%' "
+    "postgresql": f"SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%{VIEW}%' "
                   "AND pid <> pg_backend_pid()",
-    "mariadb": "SELECT id FROM information_schema.processlist WHERE info LIKE '%slow_orders%' "
+    "mariadb": f"SELECT id FROM information_schema.processlist WHERE info LIKE '%{VIEW}%' "
                "AND id <> connection_id()",
 }
 KILL = {"postgresql": "SELECT pg_terminate_backend({})", "mariadb": "KILL {}"}
@@ -48,7 +50,7 @@ KILL = {"postgresql": "SELECT pg_terminate_backend({})", "mariadb": "KILL {}"}
 
 def slow_policy() -> Policy:
     data = demo.policy().model_dump(mode="json", exclude_none=True)
-    data["entities"]["order"]["table"] = "slow_orders"
+    data["entities"]["order"]["table"] = VIEW
     return load_policy(data)
 
 
