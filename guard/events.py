@@ -47,6 +47,10 @@ VALUE_KEYS = ("claimed", "actual")
 _ROTATED = re.compile(r"^(?P<base>.+)\.(?P<index>\d+)(?P<gz>\.gz)?$")
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+"""One encoder for every line: ``json.dumps`` with options builds a new one per call."""
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
@@ -62,8 +66,7 @@ def _encode(event: Mapping[str, Any], include_values: bool) -> bytes:
     if not include_values:
         for key in VALUE_KEYS:
             record.pop(key, None)
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
-    return text.encode("utf-8") + b"\n"
+    return (_ENCODER.encode(record) + "\n").encode("utf-8")
 
 
 class EventLog:
@@ -180,10 +183,11 @@ class EventLog:
                     size = self._current_size()
                     if self.max_bytes and self.backup_count and size and size + len(line) > self.max_bytes:
                         self._rotate()
-                    view = memoryview(line)
-                    while view:
-                        written = os.write(self._fd, view)
-                        view = view[written:]
+                    written = os.write(self._fd, line)
+                    if written < len(line):  # rare on a regular file (a signal, a full disk): finish under the lock
+                        view = memoryview(line)[written:]
+                        while view:
+                            view = view[os.write(self._fd, view):]
                 finally:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             except OSError as exc:
