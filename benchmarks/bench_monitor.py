@@ -131,10 +131,10 @@ def main() -> None:
         print(f"  monitor_logs            {n / lib:>12,.0f} lines/s   ratio to floor {floor / lib:.2f}")
         print(f"  guard monitor (CLI)     {n / cli:>12,.0f} lines/s   ratio to floor {floor / cli:.2f}")
 
-        plain = plain_write_rate(folder, args.emits)
-        one = emit_rate(folder, 1, args.emits)
-        four = emit_rate(folder, 4, args.emits // 4)
-        print(f"event log: {args.emits} claim events per measurement, {os.cpu_count()} CPU(s)")
+        plain = max(plain_write_rate(folder, args.emits) for _ in range(args.repeat))
+        one = max(emit_rate(folder, 1, args.emits) for _ in range(args.repeat))
+        four = max(emit_rate(folder, 4, args.emits // 4) for _ in range(args.repeat))
+        print(f"event log: {args.emits} claim events per measurement, best of {args.repeat}, {os.cpu_count()} CPU(s)")
         print(f"  plain os.write, 1 proc  {plain:>12,.0f} lines/s")
         print(f"  EventLog, 1 process     {one:>12,.0f} lines/s   ratio to plain {one / plain:.2f}")
         print(f"  EventLog, 4 processes   {four:>12,.0f} lines/s   ratio to plain {four / plain:.2f}"
