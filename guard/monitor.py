@@ -11,8 +11,10 @@ of the resolved claims is higher than in its baseline (the preceding N windows
 or a fixed period) by a one-sided test for two proportions: Fisher's exact
 test when an expected cell is under 5, the pooled two-proportion z-test
 otherwise. Nothing is tested below ``min_count`` resolved claims on either
-side (1 of 2 is not news), and the level is Bonferroni-corrected over the
-tests of a window so many fields do not page by chance. Slot-ratio drift is a
+side (1 of 2 is not news), the level is Bonferroni-corrected over the tests
+of a window so many fields do not page by chance, and a rise smaller than
+``min_delta`` (one percentage point) is not flagged however many claims make
+it significant. Slot-ratio drift is a
 two-sided Mann-Whitney test on the binned prose-per-slot values together with
 a minimum shift of the median.
 
@@ -166,6 +168,7 @@ class MonitorConfig:
     alpha: float = 0.01
     watched: tuple[str, ...] = WATCHED
     correction: str = "bonferroni"
+    min_delta: float = 0.01
     min_shift: float = 1.0
     domain: str | None = None
 
@@ -190,6 +193,8 @@ class MonitorConfig:
         unknown = [s for s in self.watched if s not in STATUSES]
         if unknown:
             problems.append(f"unknown status {', '.join(unknown)} (known: {', '.join(STATUSES)})")
+        if not 0 <= self.min_delta < 1:
+            problems.append("min_delta must be a rate difference from 0 up to 1")
         if self.correction not in ("bonferroni", "none"):
             problems.append("correction must be 'bonferroni' or 'none'")
         if problems:
@@ -209,6 +214,7 @@ class MonitorConfig:
             "alpha": self.alpha,
             "watched": list(self.watched),
             "correction": self.correction,
+            "min_delta": self.min_delta,
             "min_shift": self.min_shift,
             "domain": self.domain,
         }
@@ -551,6 +557,8 @@ class Monitor:
                 if test is None or test[6] >= threshold:
                     continue
                 series, status, x1, n1, x0, n0, p, stat, name = test
+                if x1 / n1 - x0 / n0 < cfg.min_delta:  # significant on a huge volume, too small to page on
+                    continue
                 alerts.append(Alert(
                     "rate_jump", start, start + cfg.window, series.entity, series.field, status,
                     x1 / n1, x0 / n0, n1, n0, x1, x0, p, threshold, stat, name,

@@ -27,6 +27,9 @@ def monitor_cmd(
     baseline_to: Optional[str] = typer.Option(None, "--baseline-to", help="Fixed baseline end (ISO time, exclusive)."),
     min_count: int = typer.Option(30, "--min-count", help="Fewest resolved claims (or templates) on each side to test."),
     alpha: float = typer.Option(0.01, "--alpha", help="Significance level per window (Bonferroni over fields)."),
+    min_delta: float = typer.Option(
+        0.01, "--min-delta", help="Smallest rise in a rate to flag (0.01: one percentage point)."
+    ),
     min_shift: float = typer.Option(1.0, "--min-shift", help="Smallest median change in prose words per slot to flag."),
     watch: str = typer.Option("contradicted,not_found", "--watch", help="Statuses whose rate jumps are flagged."),
     domain: Optional[str] = typer.Option(None, "--domain", help="Only events of this domain."),
@@ -54,6 +57,7 @@ def monitor_cmd(
         min_count=min_count,
         alpha=alpha,
         watched=tuple(s.strip() for s in watch.split(",") if s.strip()),
+        min_delta=min_delta,
         min_shift=min_shift,
         domain=domain,
     )

@@ -202,7 +202,7 @@ def test_report_json_and_text() -> None:
 @pytest.mark.parametrize("bad", [
     {"baseline_windows": 0}, {"alpha": 0}, {"alpha": 1.5}, {"min_count": 0},
     {"watched": ("wrong",)}, {"baseline_start": T0}, {"baseline_start": T0, "baseline_end": T0},
-    {"correction": "holm"}, {"window": timedelta(0)},
+    {"correction": "holm"}, {"window": timedelta(0)}, {"min_delta": 1.5}, {"min_delta": -0.1},
 ])
 def test_bad_settings_are_refused_with_reasons(bad: dict) -> None:
     with pytest.raises(GuardError, match="invalid monitor settings"):
@@ -300,7 +300,8 @@ def test_baselines_are_the_sums_of_the_preceding_windows(cells, prose, n_base) -
         events += claims(hour, field, good + bad, bad)
     for hour, ratios in prose:
         events += decisions(hour, ratios)
-    report = run(events, baseline_windows=n_base, min_count=1, alpha=0.999999, correction="none", min_shift=0)
+    report = run(events, baseline_windows=n_base, min_count=1, alpha=0.999999, correction="none", min_shift=0,
+                 min_delta=0)
     first = int(T0.timestamp() // 3600)
     for alert in report.alerts:
         hour = int(alert.window_start.timestamp() // 3600) - first
@@ -361,3 +362,14 @@ def test_naive_baseline_times_are_utc_whatever_the_local_zone(monkeypatch) -> No
         monkeypatch.undo()
         time.tzset()
     assert naive.alerts == aware.alerts and len(aware.alerts) == 3
+
+
+def test_a_significant_but_tiny_rise_needs_min_delta() -> None:
+    events = []
+    for h in range(4):
+        events += claims(h, "total", 40_000, 800)  # 2.0 %
+    events += claims(4, "total", 40_000, 1_000)  # 2.5 %: p ~ 1e-5 on this volume
+    (alert,) = run(events, baseline_windows=4, min_delta=0.0).alerts
+    assert alert.p_value < 1e-4
+    assert run(events, baseline_windows=4).alerts == []  # half a point is under the default one
+    assert run(events, baseline_windows=4, min_delta=0.004).alerts
