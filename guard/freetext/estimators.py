@@ -23,7 +23,7 @@ from guard.freetext.lexicon import default_lexicon
 
 
 class SpacyFeaturizer(TransformerMixin, BaseEstimator):
-    """Texts -> sparse binary matrix of token, n-gram and pattern features.
+    """Texts -> sparse count matrix of token, n-gram, pattern and clause features.
 
     Parameters
     ----------
@@ -71,11 +71,12 @@ class SpacyFeaturizer(TransformerMixin, BaseEstimator):
         vocab = self.vocabulary_
         indptr, indices = [0], []
         for feats in self._feature_lists(X, self.lexicon_):
-            cols = {vocab[f] for f in feats if f in vocab}
-            indices.extend(sorted(cols))
+            indices.extend(vocab[f] for f in feats if f in vocab)
             indptr.append(len(indices))
         data = np.ones(len(indices), dtype=np.float64)
-        return sp.csr_matrix((data, np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)), shape=(len(indptr) - 1, self.n_features_out_))
+        X = sp.csr_matrix((data, np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)), shape=(len(indptr) - 1, self.n_features_out_))
+        X.sum_duplicates()
+        return X
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         check_is_fitted(self, "vocabulary_")

@@ -20,7 +20,7 @@ from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, regist
 
 #: Bumped whenever a change here alters the features of a text; models record it and
 #: refuse to load under a different one (their weights would silently mean something else).
-FEATURIZER_VERSION = 4
+FEATURIZER_VERSION = 5
 
 #: Stand-in for a ``{slot}``: a private-use character the tokenizer keeps as one token.
 SLOT_CHAR = "\ue000"
@@ -40,15 +40,26 @@ def mask_slots(text: str) -> str:
     return _SLOT_RE.sub(lambda m: SLOT_CHAR + " " * (len(m.group()) - 1), text)
 
 
+_CONDITION = frozenset({"if", "once", "unless", "whenever", "when", "until"})
+_MODAL = frozenset({"will", "'ll", "would", "wo", "may", "might", "can", "could", "must", "'d", "ca", "should", "shall"})
+_LEAD_REASON = frozenset({"since", "as", "because", "given", "now"})
+_CLAUSE_WORDS = _CONDITION | _LEAD_REASON
+
+
 class Lex:
     """What the featurizer knows about one vocabulary entry."""
 
-    __slots__ = ("text", "lower", "lemma", "abs", "uni", "keys", "space", "punct", "slot", "m")
+    __slots__ = ("text", "lower", "lemma", "abs", "uni", "keys", "space", "punct", "slot", "m", "flags")
 
     def __init__(self, text, lower, lemma, abs_, uni, keys, space, punct, slot, m=(frozenset(), (), (), ())):
         self.text, self.lower, self.lemma, self.abs = text, lower, lemma, abs_
         self.uni, self.keys, self.space, self.punct, self.slot = uni, keys, space, punct, slot
         self.m = m
+        #: LONG: may start a long pattern; CLAUSE: may trigger a clause feature
+        self.flags = (LONG if m[3] else 0) | (CLAUSE if lower in _CLAUSE_WORDS else 0)
+
+
+LONG, CLAUSE = 1, 2
 
 
 #: Sentence boundaries, as lexemes, for the bigram features.
@@ -72,9 +83,6 @@ def tri_feature(a: Lex, b: Lex, c: Lex) -> str:
     return f"t={a.abs} {b.abs} {c.abs}"
 
 
-_CONDITION = frozenset({"if", "once", "unless", "whenever", "when", "until"})
-_MODAL = frozenset({"will", "'ll", "would", "wo", "may", "might", "can", "could", "must", "'d", "ca", "should", "shall"})
-_LEAD_REASON = frozenset({"since", "as", "because", "given", "now"})
 
 
 def clause_features(lexes: Sequence["Lex"]) -> list[str]:

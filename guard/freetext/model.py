@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from guard.errors import ModelError
-from guard.freetext.featurize import BOS, EOS, FEATURIZER_VERSION, GROUPS, bi_features, clause_features, linguistics, tri_feature, uni_features
+from guard.freetext.featurize import BOS, CLAUSE, EOS, FEATURIZER_VERSION, GROUPS, LONG, bi_features, clause_features, mask_slots, linguistics, tri_feature, uni_features
 
 FORMAT_VERSION = 1
 #: Libraries whose version must match the card: name -> how many version parts must agree.
@@ -110,33 +110,48 @@ class FreeTextClassifier:
                                  _patterns="patterns" in self.groups, _clauses="clauses" in self.groups)
         return ling
 
-    def _columns(self, lexes: list) -> set[int]:
-        """Columns of a sentence's known features: the fast twin of Linguistics.features.
+    def _columns(self, lexes: list) -> list[int]:
+        """Columns of one sentence's known features (with repeats): the twin of Linguistics.features."""
+        cols: list[int] = []
+        self._tail(lexes, self._walk(lexes, cols), cols)
+        return cols
+
+    def _walk(self, lexes: Iterable, cols: list[int]) -> int:
+        """Append the window columns of a sentence; return the OR of its lexemes' flags.
 
         One cache maps each window of three lexemes straight to the columns of
         the features ending on its last lexeme (unigram, bigram, trigram and the
-        short pattern matches), so a warm sentence costs one dict hit per token
-        plus a scan for the few long patterns.
+        short pattern matches), so a warm token costs one dict hit.
         """
         d = self.__dict__
-        wcache = d["_wcache"]
-        cols = [d["_bias"]]
+        wcache, window = d["_wcache"], self._window
+        cols.append(d["_bias"])
         a = b = BOS
-        for x in lexes + [EOS]:
+        flags = 0
+        for x in lexes:
+            flags |= x.flags
             c = wcache.get((a, b, x))
             if c is None:
-                c = self._window(a, b, x)
+                c = window(a, b, x)
             cols.extend(c[0])
             a, b = b, x
-        if d["_patterns"]:
+        c = wcache.get((a, b, EOS))
+        if c is None:
+            c = window(a, b, EOS)
+        cols.extend(c[0])
+        return flags
+
+    def _tail(self, lexes: list, flags: int, cols: list[int]) -> None:
+        """Long pattern matches and clause features, only for sentences whose lexemes can trigger them."""
+        d = self.__dict__
+        if flags & LONG and d["_patterns"]:
             for name, _, _ in d["_ling"].matcher.find_long([x.m for x in lexes]):
                 cols.extend(self._pattern_columns(name))
-        if d["_clauses"]:
+        if flags & CLAUSE and d["_clauses"]:
             for f in clause_features(lexes):
                 c = self.vocabulary.get(f)
                 if c is not None:
                     cols.append(c)
-        return set(cols)
 
     def _window(self, a: Any, b: Any, x: Any) -> tuple:
         """(columns, short pattern matches as (name, length)) of the features ending on x."""
@@ -194,17 +209,25 @@ class FreeTextClassifier:
         return w
 
     def _scores(self, texts: list[str], keep: bool) -> tuple[np.ndarray, list]:
+        """Log-odds per text and label; with ``keep``, each text's lexemes and offsets for evidence."""
+        from spacy.attrs import IDX, ORTH
+
         ling = self._linguistics
-        columns = self._columns
+        get, make = ling.cache.get, ling.lex
+        walk, tail = self._walk, self._tail
         indices: list[int] = []
         starts: list[int] = []
         docs = []
-        source = ling.lexes_at(texts) if keep else ((lx, None) for lx in ling.lexes(texts))
-        for lexes, offsets in source:
+        for doc in ling.tokenizer.pipe(mask_slots(t) for t in texts):
             starts.append(len(indices))
-            indices.extend(columns(lexes))
             if keep:
-                docs.append((lexes, offsets))
+                pairs = [(get(o) or make(o), i) for o, i in doc.to_array([ORTH, IDX]).tolist()]
+                pairs = [p for p in pairs if not p[0].space]
+                lexes = [p[0] for p in pairs]
+                docs.append((lexes, [p[1] for p in pairs]))
+            else:
+                lexes = [x for x in [get(o) or make(o) for o in doc.to_array(ORTH).tolist()] if not x.space]
+            tail(lexes, walk(lexes, indices), indices)
         if not starts:
             return np.zeros((0, len(self.labels))), docs
         contrib = self.weights[np.asarray(indices, dtype=np.int64)]
@@ -244,8 +267,8 @@ class FreeTextClassifier:
         return self._evidence(text, lexes, offsets, tuple(self.labels if labels is None else labels))
 
     def _window_evidence(self, a: Any, b: Any, x: Any) -> tuple:
-        """Per label, the evidence units ending on x with a positive weight: (weight, from, to)
-        in token positions relative to x (a word, the word pair b x, a short pattern match)."""
+        """Per label, the strongest evidence unit ending on x if its weight is positive: (weight,
+        from, to) in token positions relative to x (a word, the word pair b x, a short pattern match)."""
         units = []
         if x is not EOS:
             units.append((self._weight(self._unigram_columns(x)), 0, 1))
@@ -255,7 +278,11 @@ class FreeTextClassifier:
         win = self._wcache.get((a, b, x)) or self._window(a, b, x)
         for name, length in win[1]:
             units.append((self._weight(self._pattern_columns(name)), 1 - length, 1))
-        value = tuple(tuple((w[j], s, e) for w, s, e in units if w[j] > 0) for j in range(len(self.labels)))
+        best = []
+        for j in range(len(self.labels)):
+            top = max(((w[j], s, e) for w, s, e in units), default=None)
+            best.append(top if top is not None and top[0] > 0 else None)
+        value = tuple(best)
         self._ecache[(a, b, x)] = value
         return value
 
@@ -269,7 +296,9 @@ class FreeTextClassifier:
         for i, x in enumerate(lexes + [EOS]):
             ev = ecache.get((a, b, x)) or self._window_evidence(a, b, x)
             for j in js:
-                cands[j].extend((w, i + s, i + e) for w, s, e in ev[j])
+                u = ev[j]
+                if u is not None:
+                    cands[j].append((u[0], i + u[1], i + u[2]))
             a, b = b, x
         if self._patterns:
             for name, s, e in self._ling.matcher.find_long([x.m for x in lexes]):

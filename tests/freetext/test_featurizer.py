@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from collections import Counter
 
 import joblib
 import numpy as np
@@ -91,7 +92,7 @@ def test_transform_is_binary_sparse_and_unfitted_raises():
         f.transform(TEXTS)
     X = f.fit_transform(TEXTS)
     assert X.shape == (len(TEXTS), len(f.vocabulary_))
-    assert set(np.unique(X.data)) == {1.0}
+    assert X.dtype == np.float64 and (X.data >= 1).all() and X.max() >= 2  # counts ("the ... the")
     with pytest.raises(ValueError, match="single string"):
         f.transform("one string")
     with pytest.raises(ValueError, match="unknown feature groups"):
@@ -132,5 +133,5 @@ def test_model_fast_columns_equal_featurizer_features(corpus_examples, shipped):
     vocab = shipped.vocabulary
     texts = [e.text for e in corpus_examples[1::5]] + TEXTS + ["", "a", "{x}"]
     for text, lexes in zip(texts, ling.lexes(texts)):
-        slow = {vocab[f] for f in ling.features(lexes, frozenset(shipped.groups)) if f in vocab}
-        assert shipped._columns(lexes) == slow, text
+        slow = Counter(vocab[f] for f in ling.features(lexes, frozenset(shipped.groups)) if f in vocab)
+        assert Counter(shipped._columns(lexes)) == slow, text
