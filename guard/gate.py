@@ -213,10 +213,14 @@ class Guard:
                        round(ratio.prose_per_slot, 3),
                        "findings": [f.code for f in (*decision.findings, *decision.warnings)],
                        "latency_ms": round(latency_ms, 3)})
-        for e in events:
-            if self.log is not None:
-                self.log.emit(e)
-            if self.metrics is not None:
+        if self.log is not None:
+            if hasattr(self.log, "emit_many"):
+                self.log.emit_many(events)
+            else:
+                for e in events:
+                    self.log.emit(e)
+        if self.metrics is not None:
+            for e in events:
                 self.metrics.observe(e)
 
     def close(self) -> None:
