@@ -10,7 +10,9 @@ same records in input order.
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -42,14 +44,19 @@ class Item:
     slot_types: dict[str, str] | None = None
 
 
+_JSONL = re.compile(r"\.jsonl(\.\d+)?(\.gz)?$")
+"""JSON Lines files, including an event log's rotated (``.1``) and compressed (``.1.gz``) siblings."""
+
+
 def read_items(paths: Iterable[str | Path]) -> Iterator[Item]:
     """Payloads and templates from files, in order; a line that is not JSON becomes an error record later."""
     for path in paths:
         p = Path(path)
         name = str(p)
         try:
-            if p.suffix == ".jsonl":
-                with p.open("r", encoding="utf-8") as fh:
+            if _JSONL.search(p.name):
+                opener = gzip.open if p.suffix == ".gz" else open
+                with opener(p, "rt", encoding="utf-8") as fh:
                     for i, line in enumerate(fh, 1):
                         if not line.strip():
                             continue
@@ -72,7 +79,7 @@ def read_items(paths: Iterable[str | Path]) -> Iterator[Item]:
                 from guard.lint import read_sidecar
 
                 yield Item(name, 1, "template", p.read_text(encoding="utf-8"), slot_types=read_sidecar(p))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise GuardError(f"cannot read {name}: {exc}", location=name) from None
 
 

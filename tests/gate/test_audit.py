@@ -81,8 +81,15 @@ def test_audit_reads_payload_events_from_the_gate_log(sqlite_demo, tmp_path, set
     for p in payloads(30):
         g.run(p, principal=demo.PRINCIPAL, now=demo.NOW)
     g.log.close()
+    import gzip
+    import shutil
+
+    with open(log, "rb") as src, gzip.open(tmp_path / "g.jsonl.1.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
     report = audit([log], settings)
     assert len(report.records) == 30
+    rotated = audit([tmp_path / "g.jsonl.1.gz"], settings)
+    assert [r["action"] for r in rotated.records] == [r["action"] for r in report.records]
     assert [r["action"] for r in report.records] == [
         Guard(policy, store, domain="orders", config=CFG).run(p, principal=demo.PRINCIPAL, now=demo.NOW).action.value
         for p in payloads(30)]
