@@ -2,8 +2,9 @@
 
 Measures, on this machine (2 cores; prediction runs in one process):
   * in-process throughput (sentences/s) of the tokenizer alone, ``predict_proba``
-    (labels and scores) and ``predict`` (plus evidence spans), warm: best of N
-    passes over the corpus sentences cycled to --sentences;
+    (labels and scores) and ``predict`` (plus evidence spans): best of N passes
+    over --sentences distinct sentences (the corpus sentences, each also behind a
+    few short openers such as "Update: ", so no sentence repeats);
   * the same on a cold process: the first pass over the distinct corpus sentences;
   * ``guard classify`` on --sentences lines (JSON Lines out) against a process
     that only tokenizes the same lines;
@@ -36,6 +37,14 @@ def corpus_texts() -> list[str]:
     for f in sorted((ROOT / "corpora").glob("*.jsonl")):
         texts += [json.loads(line)["text"] for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
     return texts
+
+
+OPENERS = ("", "Update: ", "Note: ", "Hi there, ", "Good news: ", "Quick update: ", "FYI, ", "Heads up: ")
+
+
+def distinct_sentences(unique: list[str], n: int) -> list[str]:
+    out = [opener + t for opener in OPENERS for t in unique]
+    return out[:n]
 
 
 def best_rate(fn, n: int, repeat: int) -> float:
@@ -73,9 +82,10 @@ def main() -> None:
     from guard.freetext.model import default_model_path
 
     unique = corpus_texts()
-    texts = (unique * (args.sentences // len(unique) + 1))[: args.sentences]
+    texts = distinct_sentences(unique, args.sentences)
     n = len(texts)
-    print(f"{n} sentences ({len(unique)} distinct corpus sentences, cycled); best of {args.repeat} passes; cores: {os.cpu_count()}")
+    print(f"{n} distinct sentences (from {len(unique)} corpus sentences); best of {args.repeat} passes; cores: {os.cpu_count()}; "
+          f"load average {os.getloadavg()[0]:.1f}")
 
     # -- in process, warm ------------------------------------------------------------
     t0 = time.perf_counter()

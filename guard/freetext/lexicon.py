@@ -208,9 +208,18 @@ class FastMatcher:
         n = len(states)
         out = []
         for i, st in enumerate(states):
+            if not st[3]:
+                continue
             for name, cids in st[3]:
                 end = i + len(cids)
-                if end <= n and all(cids[j] in states[i + j][0] for j in range(1, len(cids))):
+                if end > n:
+                    continue
+                j = 1
+                for cid in cids[1:]:
+                    if cid not in states[i + j][0]:
+                        break
+                    j += 1
+                else:
                     out.append((name, i, end))
         return out
 

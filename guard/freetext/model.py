@@ -141,17 +141,22 @@ class FreeTextClassifier:
         cols.extend(c[0])
         return flags
 
-    def _tail(self, lexes: list, flags: int, cols: list[int]) -> None:
-        """Long pattern matches and clause features, only for sentences whose lexemes can trigger them."""
+    def _tail(self, lexes: list, flags: int, cols: list[int]) -> list:
+        """Long pattern matches and clause features, only for sentences whose lexemes can trigger them.
+
+        Returns the long matches (evidence reuses them)."""
         d = self.__dict__
+        found: list = []
         if flags & LONG and d["_patterns"]:
-            for name, _, _ in d["_ling"].matcher.find_long([x.m for x in lexes]):
+            found = d["_ling"].matcher.find_long([x.m for x in lexes])
+            for name, _, _ in found:
                 cols.extend(self._pattern_columns(name))
         if flags & CLAUSE and d["_clauses"]:
             for f in clause_features(lexes):
                 c = self.vocabulary.get(f)
                 if c is not None:
                     cols.append(c)
+        return found
 
     def _window(self, a: Any, b: Any, x: Any) -> tuple:
         """(columns, short pattern matches as (name, length)) of the features ending on x."""
@@ -209,8 +214,8 @@ class FreeTextClassifier:
         return w
 
     def _scores(self, texts: list[str], keep: bool) -> tuple[np.ndarray, list]:
-        """Log-odds per text and label; with ``keep``, each text's lexemes and offsets for evidence."""
-        from spacy.attrs import IDX, ORTH
+        """Log-odds per text and label; with ``keep``, each text's lexemes and long matches for evidence."""
+        from spacy.attrs import ORTH
 
         ling = self._linguistics
         get, make = ling.cache.get, ling.lex
@@ -220,14 +225,10 @@ class FreeTextClassifier:
         docs = []
         for doc in ling.tokenizer.pipe(mask_slots(t) for t in texts):
             starts.append(len(indices))
+            lexes = [x for x in [get(o) or make(o) for o in doc.to_array(ORTH).tolist()] if not x.space]
+            found = tail(lexes, walk(lexes, indices), indices)
             if keep:
-                pairs = [(get(o) or make(o), i) for o, i in doc.to_array([ORTH, IDX]).tolist()]
-                pairs = [p for p in pairs if not p[0].space]
-                lexes = [p[0] for p in pairs]
-                docs.append((lexes, [p[1] for p in pairs]))
-            else:
-                lexes = [x for x in [get(o) or make(o) for o in doc.to_array(ORTH).tolist()] if not x.space]
-            tail(lexes, walk(lexes, indices), indices)
+                docs.append((lexes, found))
         if not starts:
             return np.zeros((0, len(self.labels))), docs
         contrib = self.weights[np.asarray(indices, dtype=np.int64)]
@@ -248,23 +249,39 @@ class FreeTextClassifier:
             texts = [texts]
         texts = _check_texts(texts)
         z, docs = self._scores(texts, keep=spans)
-        probs = 1.0 / (1.0 + np.exp(-z))
-        hits = (probs >= self.thresholds).tolist()
-        plist = probs.tolist()
+        n_labels = len(self.labels)
+        codes = ((z >= self._logit_thresholds) @ (1 << np.arange(n_labels))).tolist()
+        label_sets = self._label_sets
+        probs = (1.0 / (1.0 + np.exp(-z))).tolist()
         labels_all = self.labels
         out = []
+        evidence = self._evidence
         for i, text in enumerate(texts):
-            row = hits[i]
-            labels = tuple(lab for lab, h in zip(labels_all, row) if h)
-            scores = dict(zip(labels_all, plist[i]))
-            ev = self._evidence(text, docs[i][0], docs[i][1], labels) if spans and labels else {}
-            out.append(Prediction(text, labels, scores, ev))
+            labels = label_sets[codes[i]]
+            ev = evidence(text, docs[i][0], docs[i][1], labels) if spans and labels else {}
+            out.append(Prediction(text, labels, dict(zip(labels_all, probs[i])), ev))
         return out
+
+    @property
+    def _label_sets(self) -> list[tuple[str, ...]]:
+        """Label tuple of every bit pattern of decisions (bit j = label j)."""
+        sets = self.__dict__.get("_sets")
+        if sets is None:
+            n = len(self.labels)
+            sets = self.__dict__["_sets"] = [tuple(lab for j, lab in enumerate(self.labels) if code >> j & 1) for code in range(1 << n)]
+        return sets
+
+    @property
+    def _logit_thresholds(self) -> np.ndarray:
+        """The thresholds as log-odds, so decisions compare z directly (same result as prob >= t)."""
+        t = np.clip(self.thresholds, 1e-12, 1 - 1e-12)
+        return np.log(t / (1 - t))
 
     def evidence(self, text: str, labels: Iterable[str] | None = None) -> dict[str, list[Span]]:
         """Which words pushed each label up (default: every label), as character spans."""
-        lexes, offsets = next(iter(self._linguistics.lexes_at([text])))
-        return self._evidence(text, lexes, offsets, tuple(self.labels if labels is None else labels))
+        lexes = next(iter(self._linguistics.lexes([text])))
+        found = self._linguistics.matcher.find_long([x.m for x in lexes]) if self._patterns else []
+        return self._evidence(text, lexes, found, tuple(self.labels if labels is None else labels))
 
     def _window_evidence(self, a: Any, b: Any, x: Any) -> tuple:
         """Per label, the strongest evidence unit ending on x if its weight is positive: (weight,
@@ -286,27 +303,34 @@ class FreeTextClassifier:
         self._ecache[(a, b, x)] = value
         return value
 
-    def _evidence(self, text: str, lexes: list, offsets: list[int], labels: tuple[str, ...], top: int = 3) -> dict[str, list[Span]]:
+    def _evidence(self, text: str, lexes: list, long_matches: list, labels: tuple[str, ...], top: int = 3) -> dict[str, list[Span]]:
         """The strongest evidence units (a word, a word pair, a pattern match) merged into spans."""
         js = [self.labels.index(lab) for lab in labels]
         cands: dict[int, list] = {j: [] for j in js}
-        ecache = self._ecache
+        eget, emake = self._ecache.get, self._window_evidence
         a = b = BOS
         i = 0
-        for i, x in enumerate(lexes + [EOS]):
-            ev = ecache.get((a, b, x)) or self._window_evidence(a, b, x)
+        for x in lexes:
+            ev = eget((a, b, x)) or emake(a, b, x)
             for j in js:
                 u = ev[j]
                 if u is not None:
                     cands[j].append((u[0], i + u[1], i + u[2]))
             a, b = b, x
-        if self._patterns:
-            for name, s, e in self._ling.matcher.find_long([x.m for x in lexes]):
+            i += 1
+        ev = eget((a, b, EOS)) or emake(a, b, EOS)
+        for j in js:
+            u = ev[j]
+            if u is not None:
+                cands[j].append((u[0], i + u[1], i + u[2]))
+        if long_matches:
+            for name, s, e in long_matches:
                 w = self._weight(self._pattern_columns(name))
                 for j in js:
                     if w[j] > 0:
                         cands[j].append((w[j], s, e))
         out: dict[str, list[Span]] = {}
+        offsets = None
         for lab, j in zip(labels, js):
             cand = sorted(cands[j], reverse=True)[:top]
             if not cand:
@@ -321,6 +345,8 @@ class FreeTextClassifier:
                 else:
                     merged.append([s, e])
             spans = []
+            if offsets is None:
+                offsets = self._offsets(text, lexes)
             for s, e in merged:
                 start, last = offsets[s], lexes[e - 1]
                 end = offsets[e - 1] + len(last.text)
@@ -329,6 +355,17 @@ class FreeTextClassifier:
                     end = close + 1 if close >= 0 else end
                 spans.append(Span(start, end, text[start:end]))
             out[lab] = spans
+        return out
+
+    @staticmethod
+    def _offsets(text: str, lexes: list) -> list[int]:
+        """Start offset of each lexeme: tokens appear in order in the masked text, which keeps offsets."""
+        masked = mask_slots(text)
+        out, pos = [], 0
+        for x in lexes:
+            pos = masked.find(x.text, pos)
+            out.append(pos)
+            pos += len(x.text)
         return out
 
     def explain(self, text: str) -> list[tuple[str, str, dict[str, float]]]:
@@ -353,9 +390,10 @@ def _check_texts(texts: Iterable[str]) -> list[str]:
         texts = list(texts)
     except TypeError:
         raise ModelError(f"predict expects a list of strings, got {type(texts).__name__}") from None
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise ModelError(f"predict expects strings; item {i} is {type(t).__name__}")
+    if not all(type(t) is str for t in texts):
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise ModelError(f"predict expects strings; item {i} is {type(t).__name__}")
     return texts
 
 
