@@ -32,6 +32,8 @@ from guard.store import RecordStore
 from guard.verify import claim_events
 
 STAGE_NAMES = ("format", "shape", "freetext", "ratio")
+UNLISTED = "_unlisted"
+"""The metric label for an entity or field a claim named that is not in the policy."""
 
 
 class Mode(str, Enum):
@@ -221,7 +223,15 @@ class Guard:
                     self.log.emit(e)
         if self.metrics is not None:
             for e in events:
-                self.metrics.observe(e)
+                self.metrics.observe(self._metric_labels(e))
+
+    def _metric_labels(self, e: dict[str, Any]) -> dict[str, Any]:
+        """Metric labels come from the policy only: a model naming a new entity or field per request would
+        otherwise add a time series per request, without bound."""
+        if e.get("event") != "claim" or self.policy.field(e.get("entity", ""), e.get("field", "")) is not None:
+            return e
+        entity = e.get("entity") if e.get("entity") in self.policy.entities else UNLISTED
+        return {**e, "entity": entity, "field": UNLISTED}
 
     def close(self) -> None:
         self.store.close()
