@@ -271,3 +271,22 @@ def test_lint_refusal_never_echoes_template_text(records):
     d = g.run(p, principal=demo.PRINCIPAL, now=demo.NOW)
     assert d.action is Action.REFUSE
     assert MARK not in d.message and "IGNORE" not in d.message and d.text is None
+
+
+# -- observability cannot be flooded ---------------------------------------------------------------------------
+
+def test_invented_entities_and_fields_do_not_grow_the_metrics(records):
+    """Metric labels come from the policy: 200 invented names give one `_unlisted` series, not 200."""
+    from guard.metrics import Metrics
+
+    metrics = Metrics()
+    g = Guard(records.policy, records.store, domain="orders", config=CHECKER_ONLY, metrics=metrics)
+    for i in range(200):
+        entity = "order" if i % 2 else f"ent_{MARK}_{i}"
+        g.run(one(claim("a", "identifier", f"field_{MARK}_{i}", "x", entity=entity)), principal=demo.PRINCIPAL,
+              now=demo.NOW)
+    series = [line for line in metrics.expose().decode().splitlines() if line.startswith("guard_claims_total")]
+    assert MARK not in metrics.expose().decode()
+    assert len(series) == 2
+    assert metrics.value("guard_claims_total", entity="_unlisted", field="_unlisted", status="not_checkable") == 100
+    assert metrics.value("guard_claims_total", entity="order", field="_unlisted", status="not_checkable") == 100
