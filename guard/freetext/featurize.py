@@ -20,7 +20,7 @@ from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, regist
 
 #: Bumped whenever a change here alters the features of a text; models record it and
 #: refuse to load under a different one (their weights would silently mean something else).
-FEATURIZER_VERSION = 5
+FEATURIZER_VERSION = 6
 
 #: Stand-in for a ``{slot}``: a private-use character the tokenizer keeps as one token.
 SLOT_CHAR = "\ue000"
@@ -224,14 +224,14 @@ class Linguistics:
             return True
         if lemma == lower or lower in self.not_cmp or not lower.endswith("er") or len(lemma) < 2:
             return False
-        return lower in (lemma + "er", lemma + "r", lemma[:-1] + "ier", lemma + lemma[-1] + "er")
+        return lower in (lemma + "er", lemma + "r", lemma[:-1] + "ier", lemma[:-2] + "ier", lemma + lemma[-1] + "er")
 
     def _is_sup(self, lower: str, lemma: str) -> bool:
         if lower in self.sup_forms:
             return True
         if lemma == lower or lower in self.not_sup or not lower.endswith("st") or len(lemma) < 2:
             return False
-        return lower in (lemma + "est", lemma + "st", lemma[:-1] + "iest", lemma + lemma[-1] + "est")
+        return lower in (lemma + "est", lemma + "st", lemma[:-1] + "iest", lemma[:-2] + "iest", lemma + lemma[-1] + "est")
 
     # -- documents ------------------------------------------------------------------
 
