@@ -179,3 +179,32 @@ def test_missing_card_corrupt_file_and_missing_model(model_copy, tmp_path):
     with pytest.raises(ModelError, match="card"):
         load(model_copy)
     assert issubclass(ModelError, GuardError)
+
+
+def test_evidence_and_explain_name_the_words(shipped):
+    text = "Smoking increases the risk of heart disease."
+    ev = shipped.evidence(text)
+    assert set(ev) == set(LABELS)
+    assert any("increases" in s.text for s in ev["causal"])
+    rows = shipped.explain(text)
+    feats = {f for f, _, _ in rows}
+    assert "p=EFFECT_VERB" in feats and "bias" in feats
+    for f, words, weights in rows:
+        assert set(weights) == set(LABELS)
+        assert words == "" or words in text
+
+
+def test_correlation_is_not_causation_but_effect_verbs_are(shipped):
+    causal = ["Regular exercise reduces the risk of heart disease.", "Smoking leads to lung cancer.",
+              "The update improved battery life."]
+    not_causal = ["Higher income is associated with longer life.", "Obesity is correlated with diabetes."]
+    for t in causal:
+        assert "causal" in shipped.predict(t)[0].labels, t
+    for t in not_causal:
+        assert "causal" not in shipped.predict(t)[0].labels, t
+
+
+def test_equatives_and_superlatives_are_comparative(shipped):
+    for t in ["The battery is not as good as the old one.", "This is the best laptop I have owned.",
+              "It costs the same as your last bill.", "Our cheapest plan suits you."]:
+        assert "comparative" in shipped.predict(t)[0].labels, t
