@@ -337,7 +337,8 @@ class FreeTextClassifier:
                 out[lab] = []
                 continue
             floor = 0.4 * cand[0][0]
-            chosen = sorted((s, e) for w, s, e in cand if w >= floor and e > s)
+            chosen = sorted(self._trim(lexes, s, e) for w, s, e in cand if w >= floor)
+            chosen = [(s, e) for s, e in chosen if e > s]
             merged: list[list[int]] = []
             for s, e in chosen:
                 if merged and s <= merged[-1][1]:
@@ -356,6 +357,16 @@ class FreeTextClassifier:
                 spans.append(Span(start, end, text[start:end]))
             out[lab] = spans
         return out
+
+    @staticmethod
+    def _trim(lexes: list, s: int, e: int) -> tuple[int, int]:
+        """Token range without punctuation at its edges (a span of only punctuation becomes empty)."""
+        s, e = max(s, 0), min(e, len(lexes))
+        while s < e and lexes[s].punct:
+            s += 1
+        while e > s and lexes[e - 1].punct:
+            e -= 1
+        return s, e
 
     @staticmethod
     def _offsets(text: str, lexes: list) -> list[int]:
