@@ -69,7 +69,7 @@ def read_corpus(path: str | Path, *, check_splits: bool = True) -> list[Example]
     seen: dict[str, str] = {}
     for f in corpus_files(path):
         try:
-            lines = f.read_text(encoding="utf-8").splitlines()
+            lines = f.read_text(encoding="utf-8-sig").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(Problem("corpus.unreadable", f"cannot read: {exc}", str(f)))
             continue

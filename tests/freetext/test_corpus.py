@@ -27,6 +27,8 @@ def test_corpus_meets_the_issue(corpus_examples):
     for lab in LABELS:
         assert s["labels"][lab] >= 300, lab
     assert set(s["registers"]) == {"formal", "casual", "terse", "apologetic"}
+    lengths = [len(e.text.split()) for e in corpus_examples]
+    assert 3 <= min(lengths) and max(lengths) <= 35, "GUIDELINES.md: 3 to 35 words"
 
 
 def test_every_file_is_one_domain_and_every_split_follows_the_hash():
@@ -82,6 +84,11 @@ def test_reader_reports_file_and_line(tmp_path):
     assert where == [f"{f}:{n}" for n in (2, 3, 4, 5, 6, 7)]
     assert codes == ["corpus.json", "corpus.labels", "corpus.labels", "corpus.split", "corpus.duplicate", "corpus.domain"]
     assert f"{f}:2" in str(err.value)
+
+
+def test_reader_accepts_a_byte_order_mark(tmp_path):
+    (tmp_path / "orders.jsonl").write_text("\ufeff" + _line("Your order shipped on {ship_date}.") + "\n", encoding="utf-8")
+    assert read_corpus(tmp_path)[0].text == "Your order shipped on {ship_date}."
 
 
 def test_reader_rejects_missing_and_empty(tmp_path):
