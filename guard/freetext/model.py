@@ -422,7 +422,9 @@ def card_path(model_path: str | Path) -> Path:
 
 
 def library_versions() -> dict[str, str]:
-    out = {}
+    import platform
+
+    out = {"python": platform.python_version()}
     for name in RECORDED_LIBRARIES:
         try:
             out[name] = metadata.version(name)
