@@ -331,6 +331,7 @@ class FreeTextClassifier:
                         cands[j].append((w[j], s, e))
         out: dict[str, list[Span]] = {}
         offsets = None
+        chosen_all: list[tuple[int, int]] = []
         for lab, j in zip(labels, js):
             cand = sorted(cands[j], reverse=True)[:top]
             if not cand:
@@ -339,6 +340,7 @@ class FreeTextClassifier:
             floor = 0.4 * cand[0][0]
             chosen = sorted(self._trim(lexes, s, e) for w, s, e in cand if w >= floor)
             chosen = [(s, e) for s, e in chosen if e > s]
+            chosen_all.extend(chosen)
             merged: list[list[int]] = []
             for s, e in chosen:
                 if merged and s <= merged[-1][1]:
@@ -346,8 +348,11 @@ class FreeTextClassifier:
                 else:
                     merged.append([s, e])
             spans = []
-            if offsets is None:
-                offsets = self._offsets(text, lexes)
+            if not merged:
+                out[lab] = spans
+                continue
+            if offsets is None or len(offsets) < merged[-1][1]:
+                offsets = self._offsets(text, lexes, max(e for _, e in chosen_all))
             for s, e in merged:
                 start, last = offsets[s], lexes[e - 1]
                 end = offsets[e - 1] + len(last.text)
@@ -369,11 +374,12 @@ class FreeTextClassifier:
         return s, e
 
     @staticmethod
-    def _offsets(text: str, lexes: list) -> list[int]:
-        """Start offset of each lexeme: tokens appear in order in the masked text, which keeps offsets."""
+    def _offsets(text: str, lexes: list, upto: int) -> list[int]:
+        """Start offsets of the first ``upto`` lexemes: tokens appear in order in the masked text,
+        which keeps the original offsets."""
         masked = mask_slots(text)
         out, pos = [], 0
-        for x in lexes:
+        for x in lexes[:upto]:
             pos = masked.find(x.text, pos)
             out.append(pos)
             pos += len(x.text)
