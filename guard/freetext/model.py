@@ -13,10 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -29,8 +28,7 @@ CHECKED_LIBRARIES = {"scikit-learn": 2, "spacy": 2, "spacy-lookups-data": 2, "nu
 RECORDED_LIBRARIES = ("scikit-learn", "spacy", "spacy-lookups-data", "numpy", "scipy", "joblib")
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     """Characters ``text[start:end]`` that triggered a label."""
 
     start: int
@@ -41,14 +39,13 @@ class Span:
         return {"start": self.start, "end": self.end, "text": self.text}
 
 
-@dataclass(frozen=True)
-class Prediction:
-    """Labels, per-label probabilities and evidence spans for one text."""
+class Prediction(NamedTuple):
+    """Labels, per-label probabilities and evidence spans (per predicted label) for one text."""
 
     text: str
     labels: tuple[str, ...]
     scores: dict[str, float]
-    spans: dict[str, list[Span]] = field(default_factory=dict)
+    spans: dict[str, list[Span]]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -105,7 +102,7 @@ class FreeTextClassifier:
         if ling is None:
             ling = linguistics(self.lexicon)
             self.__dict__.update(_ling=ling, _groups=frozenset(self.groups), _bias=self.vocabulary["bias"],
-                                 _wcache={}, _ucache={}, _bcache={}, _pcache={}, _wsum={}, _ecache={},
+                                 _wcache={}, _ucache={}, _bcache={}, _pcache={}, _wsum={},
                                  _wlist=self.weights.astype(np.float64).tolist(),
                                  _patterns="patterns" in self.groups, _clauses="clauses" in self.groups)
         return ling
@@ -116,7 +113,7 @@ class FreeTextClassifier:
         self._tail(lexes, self._walk(lexes, cols), cols)
         return cols
 
-    def _walk(self, lexes: Iterable, cols: list[int]) -> int:
+    def _walk(self, lexes: Iterable, cols: list[int], wins: list | None = None) -> int:
         """Append the window columns of a sentence; return the OR of its lexemes' flags.
 
         One cache maps each window of three lexemes straight to the columns of
@@ -134,11 +131,15 @@ class FreeTextClassifier:
             if c is None:
                 c = window(a, b, x)
             cols.extend(c[0])
+            if wins is not None:
+                wins.append(c)
             a, b = b, x
         c = wcache.get((a, b, EOS))
         if c is None:
             c = window(a, b, EOS)
         cols.extend(c[0])
+        if wins is not None:
+            wins.append(c)
         return flags
 
     def _tail(self, lexes: list, flags: int, cols: list[int]) -> list:
@@ -158,8 +159,9 @@ class FreeTextClassifier:
                     cols.append(c)
         return found
 
-    def _window(self, a: Any, b: Any, x: Any) -> tuple:
-        """(columns, short pattern matches as (name, length)) of the features ending on x."""
+    def _window(self, a: Any, b: Any, x: Any) -> list:
+        """[columns, short pattern matches as (name, length), evidence (filled when first needed), b, x]
+        of the features ending on x."""
         cols = self._unigram_columns(x) if x is not EOS else ()
         cols += self._bigram_columns(b, x)
         if "trigrams" in self._groups and b is not BOS and x is not EOS:
@@ -173,9 +175,9 @@ class FreeTextClassifier:
                 cols += self._pattern_columns(name)
         wcache = self._wcache
         if len(wcache) > 1_000_000:
-            for k in ("_wcache", "_ucache", "_bcache", "_wsum", "_ecache"):
+            for k in ("_wcache", "_ucache", "_bcache", "_wsum"):
                 self.__dict__[k].clear()
-        value = wcache[(a, b, x)] = (cols, matches)
+        value = wcache[(a, b, x)] = [cols, matches, None, b, x]
         return value
 
     def _unigram_columns(self, x: Any) -> tuple[int, ...]:
@@ -226,9 +228,11 @@ class FreeTextClassifier:
         for doc in ling.tokenizer.pipe(mask_slots(t) for t in texts):
             starts.append(len(indices))
             lexes = [x for x in [get(o) or make(o) for o in doc.to_array(ORTH).tolist()] if not x.space]
-            found = tail(lexes, walk(lexes, indices), indices)
             if keep:
-                docs.append((lexes, found))
+                wins: list = []
+                docs.append((lexes, tail(lexes, walk(lexes, indices, wins), indices), wins))
+            else:
+                tail(lexes, walk(lexes, indices), indices)
         if not starts:
             return np.zeros((0, len(self.labels))), docs
         contrib = self.weights[np.asarray(indices, dtype=np.int64)]
@@ -258,7 +262,7 @@ class FreeTextClassifier:
         evidence = self._evidence
         for i, text in enumerate(texts):
             labels = label_sets[codes[i]]
-            ev = evidence(text, docs[i][0], docs[i][1], labels) if spans and labels else {}
+            ev = evidence(text, *docs[i], labels) if spans and labels else {}
             out.append(Prediction(text, labels, dict(zip(labels_all, probs[i])), ev))
         return out
 
@@ -279,50 +283,41 @@ class FreeTextClassifier:
 
     def evidence(self, text: str, labels: Iterable[str] | None = None) -> dict[str, list[Span]]:
         """Which words pushed each label up (default: every label), as character spans."""
-        lexes = next(iter(self._linguistics.lexes([text])))
-        found = self._linguistics.matcher.find_long([x.m for x in lexes]) if self._patterns else []
-        return self._evidence(text, lexes, found, tuple(self.labels if labels is None else labels))
+        _, docs = self._scores([text], keep=True)
+        return self._evidence(text, *docs[0], tuple(self.labels if labels is None else labels))
 
-    def _window_evidence(self, a: Any, b: Any, x: Any) -> tuple:
-        """Per label, the strongest evidence unit ending on x if its weight is positive: (weight,
-        from, to) in token positions relative to x (a word, the word pair b x, a short pattern match)."""
+    def _window_evidence(self, win: list) -> tuple:
+        """Per label, the strongest evidence unit of a window if its weight is positive: (weight,
+        from, to) in token positions relative to its last token (that word, the word pair, a short
+        pattern match ending there). Stored in the window so each is computed once."""
+        b, x = win[3], win[4]
         units = []
         if x is not EOS:
             units.append((self._weight(self._unigram_columns(x)), 0, 1))
             units.append((self._weight(self._bigram_columns(b, x)), -1 if b is not BOS else 0, 1))
         else:
             units.append((self._weight(self._bigram_columns(b, x)), -1, 0))
-        win = self._wcache.get((a, b, x)) or self._window(a, b, x)
         for name, length in win[1]:
             units.append((self._weight(self._pattern_columns(name)), 1 - length, 1))
         best = []
         for j in range(len(self.labels)):
             top = max(((w[j], s, e) for w, s, e in units), default=None)
             best.append(top if top is not None and top[0] > 0 else None)
-        value = tuple(best)
-        self._ecache[(a, b, x)] = value
+        value = win[2] = tuple(best)
         return value
 
-    def _evidence(self, text: str, lexes: list, long_matches: list, labels: tuple[str, ...], top: int = 3) -> dict[str, list[Span]]:
+    def _evidence(self, text: str, lexes: list, long_matches: list, wins: list, labels: tuple[str, ...],
+                  top: int = 3) -> dict[str, list[Span]]:
         """The strongest evidence units (a word, a word pair, a pattern match) merged into spans."""
         js = [self.labels.index(lab) for lab in labels]
         cands: dict[int, list] = {j: [] for j in js}
-        eget, emake = self._ecache.get, self._window_evidence
-        a = b = BOS
-        i = 0
-        for x in lexes:
-            ev = eget((a, b, x)) or emake(a, b, x)
+        fill = self._window_evidence
+        for i, win in enumerate(wins):
+            ev = win[2] or fill(win)
             for j in js:
                 u = ev[j]
                 if u is not None:
                     cands[j].append((u[0], i + u[1], i + u[2]))
-            a, b = b, x
-            i += 1
-        ev = eget((a, b, EOS)) or emake(a, b, EOS)
-        for j in js:
-            u = ev[j]
-            if u is not None:
-                cands[j].append((u[0], i + u[1], i + u[2]))
         if long_matches:
             for name, s, e in long_matches:
                 w = self._weight(self._pattern_columns(name))
