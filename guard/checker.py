@@ -15,10 +15,10 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
-from guard.compare import COMPARATORS, BadClaim, BadStored, normalise_stored
+from guard.compare import COMPARATORS, BadClaim, BadStored
 from guard.errors import StoreUnavailable
 from guard.payload import Claim, Payload
-from guard.policy import Policy
+from guard.policy import FieldPolicy, Policy
 from guard.store import ID, UPDATED_AT, RecordStore
 
 
@@ -69,9 +69,6 @@ class ClaimResult:
             and self.actual is not None
 
 
-_PARSED = "__updated_at_utc__"
-
-
 def _aware(value: Any, policy: Policy) -> datetime | None:
     if isinstance(value, str):
         try:
@@ -90,42 +87,36 @@ def _result(c: Claim, status: Status, reason: str, **kw: Any) -> ClaimResult:
                        status=status, reason=reason, claimed=c.value, **kw)
 
 
-def _judge(c: Claim, row: dict[str, Any], policy: Policy, now: datetime, latency: float) -> ClaimResult:
-    fp = policy.entities[c.entity].fields[c.field]
-    ent = policy.entities[c.entity]
-    row_id = str(row[ID])
-    if ent.updated_at:
-        if _PARSED not in row:
-            row[_PARSED] = _aware(row.get(UPDATED_AT), policy)
-        updated = row[_PARSED]
-    else:
-        updated = None
-    common = dict(row_id=row_id, updated_at=updated, latency_ms=latency, raw=row.get(c.field))
+def _judge(c: Claim, fp: FieldPolicy, row: dict[str, Any], updated: datetime | None, policy: Policy,
+           now: datetime, latency: float) -> ClaimResult:
     raw = row.get(c.field)
+    row_id = str(row[ID])
+
+    def result(status: Status, reason: str, actual: Any = None, cause: str = "") -> ClaimResult:
+        return ClaimResult(c.key, c.entity, c.entity_id, c.field, c.type.value, status, reason, c.value, actual,
+                           raw, row_id, updated, latency, cause)
+
     if raw is None:
-        return _result(c, Status.NOT_FOUND, "no value is recorded for this field", **common)
+        return result(Status.NOT_FOUND, "no value is recorded for this field")
+    comp = COMPARATORS[fp.type]
     try:
-        actual = normalise_stored(raw, fp, policy)
+        actual = comp.stored(raw, fp, policy)
     except BadStored as exc:
-        return _result(c, Status.UNAVAILABLE, f"the stored value could not be read: {exc}", cause="garbage",
-                       **common)
+        return result(Status.UNAVAILABLE, f"the stored value could not be read: {exc}", cause="garbage")
     if fp.freshness is not None:
         if updated is None:
-            return _result(c, Status.STALE, "the record has no update time, so its freshness is unknown",
-                           actual=actual, **common)
+            return result(Status.STALE, "the record has no update time, so its freshness is unknown", actual)
         age = now - updated
         if age > fp.freshness:
-            return _result(c, Status.STALE, f"the record was last updated {age} ago; the budget is {fp.freshness}",
-                           actual=actual, **common)
-    comp = COMPARATORS[fp.type]
+            return result(Status.STALE, f"the record was last updated {age} ago; the budget is {fp.freshness}",
+                          actual)
     try:
         claimed = comp.claimed(c.value, fp, policy)
     except BadClaim as exc:
-        return _result(c, Status.CONTRADICTED, f"the claimed value is not a {fp.type.value}: {exc}",
-                       actual=actual, **common)
+        return result(Status.CONTRADICTED, f"the claimed value is not a {fp.type.value}: {exc}", actual)
     if comp.equal(claimed, actual, fp):
-        return _result(c, Status.CONFIRMED, "", actual=actual, **common)
-    return _result(c, Status.CONTRADICTED, "the claimed value differs from the record", actual=actual, **common)
+        return result(Status.CONFIRMED, "", actual)
+    return result(Status.CONTRADICTED, "the claimed value differs from the record", actual)
 
 
 def check(payload: Payload, policy: Policy, store: RecordStore, *, principal: Any = None,
@@ -169,12 +160,16 @@ def check(payload: Payload, policy: Policy, store: RecordStore, *, principal: An
                                      cause=getattr(exc, "cause", "error"))
             continue
         latency = (time.perf_counter() - t0) * 1000 / len(items)
+        ent = policy.entities[entity]
+        updated: dict[str, datetime | None] = {}
         for i, c, key in items:
             row = rows.get(key)
             if row is None:
                 results[i] = _result(c, Status.NOT_FOUND, "no record has this id", latency_ms=latency)
-            else:
-                results[i] = _judge(c, row, policy, now, latency)
+                continue
+            if key not in updated:
+                updated[key] = _aware(row.get(UPDATED_AT), policy) if ent.updated_at else None
+            results[i] = _judge(c, ent.fields[c.field], row, updated[key], policy, now, latency)
     return [results[i] for i in range(len(payload.claims))]
 
 
