@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -60,8 +60,18 @@ class Records:
         return format_value(normalise_stored(r[self.policy.entities[entity].column(field)], fp, self.policy), fp,
                             self.policy)
 
+    def stale(self, c: dict[str, Any]) -> bool:
+        """Whether the claim's row is older than its field's freshness budget at ``demo.NOW``."""
+        ent = self.policy.entities[c["entity"]]
+        fp = ent.fields[c["field"]]
+        if fp.freshness is None or not ent.updated_at:
+            return False
+        row = self.rows[ent.table][str(c["entity_id"])]
+        updated = datetime.fromisoformat(str(row[ent.updated_at])).replace(tzinfo=timezone.utc)
+        return demo.NOW - updated > fp.freshness
+
     def true_claims(self, principal: Any) -> list[dict[str, Any]]:
-        """Claims that hold in the database (fresh rows only), spelled the way a model might write them."""
+        """Claims whose values match the database (some rows are stale), spelled the way a model might write them."""
         if principal not in self._truth:
             self._truth[principal] = self._true_claims(principal)
         return self._truth[principal]
@@ -71,8 +81,6 @@ class Records:
         for entity, ent in self.policy.entities.items():
             for rid, r in sorted(self.rows[ent.table].items()):
                 if ent.scope and str(r[ent.scope]) != str(principal):
-                    continue
-                if ent.updated_at and str(r[ent.updated_at]) < str(demo.NOW.replace(tzinfo=None) - timedelta(days=2)):
                     continue
                 for fname, fp in ent.fields.items():
                     raw = r[ent.column(fname)]

@@ -10,6 +10,7 @@ or the facts handed back for regeneration.
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -42,10 +43,24 @@ def expected_text(records, payload: dict[str, Any], principal: Any) -> str:
             out.append(piece.text)
         else:
             c = by_key[piece.slot.name]
+            assert_checkable(records, c, principal)
             shown = records.shown(c["entity"], c["entity_id"], c["field"], principal)
             assert shown is not None, f"answered a claim the database has no value for: {c}"
             out.append(shown)
     return "".join(out)
+
+
+def assert_checkable(records, c: dict[str, Any], principal: Any) -> None:
+    """What an answered claim must satisfy, judged from the policy and the oracle's rows, not guard's results."""
+    ent = records.policy.entities.get(c["entity"])
+    fp = ent.fields.get(c["field"]) if ent else None
+    assert fp is not None and fp.type.value == c["type"], f"answered a claim outside the policy: {c}"
+    assert not (ent.scope and principal is None), f"answered a scoped claim without a principal: {c}"
+    row = records.row(c["entity"], c["entity_id"], principal)
+    assert row is not None, f"answered a claim about a row the caller cannot see: {c}"
+    if fp.freshness is not None:
+        updated = datetime.fromisoformat(str(row[ent.updated_at])).replace(tzinfo=timezone.utc)
+        assert demo.NOW - updated <= fp.freshness, f"answered a stale claim: {c}"
 
 
 def literal_prose(template: str) -> str:
@@ -61,11 +76,11 @@ def assert_sound(records, payload: dict[str, Any], d: Decision, principal: Any) 
         assert all(s is Status.CONFIRMED for s in statuses)
         assert d.text == expected_text(records, payload, principal)
         prose = literal_prose(payload["answer_template"])
+        from_db = [records.shown(c["entity"], c["entity_id"], c["field"], principal) or "" for c in payload["claims"]]
         for c in payload["claims"]:
             for s in (c["value"], c["entity_id"]):
                 if isinstance(s, str) and len(s.strip()) >= 4 and s in d.text:
-                    shown = records.shown(c["entity"], c["entity_id"], c["field"], principal) or ""
-                    assert s in prose or s in shown, f"model string {s!r} reached the answer"
+                    assert s in prose or any(s in v for v in from_db), f"model string {s!r} reached the answer"
     else:
         assert d.text is None
     if statuses and all(s is Status.CONFIRMED for s in statuses):
@@ -80,15 +95,19 @@ def assert_sound(records, payload: dict[str, Any], d: Decision, principal: Any) 
 
 
 def mix_in_truth(data, records, payload: dict[str, Any], principal: Any) -> dict[str, Any]:
-    """Replace some claims by true ones (sometimes nudged to be wrong), so every decision is reachable."""
+    """Replace some claims by true ones (some on stale rows, some nudged to be wrong), so every decision is reachable."""
     truth = records.true_claims(principal)
     claims = []
     for c in payload["claims"]:
-        kind = data.draw(st.sampled_from(["hostile", "true", "true", "wrong"]))
+        kind = data.draw(st.sampled_from(["hostile", "true", "true", "wrong", "stale"]))
         if kind == "hostile":
             claims.append(c)
             continue
-        t = dict(data.draw(st.sampled_from(truth)), key=c["key"])
+        entity = data.draw(st.sampled_from(["order", "order", "customer"]))
+        choices = [x for x in truth if x["entity"] == entity] or truth
+        if kind == "stale":
+            choices = [x for x in truth if records.stale(x)] or choices
+        t = dict(data.draw(st.sampled_from(choices)), key=c["key"])
         if kind == "wrong":
             t["value"] = data.draw(st.sampled_from(["ord_1", "1.5", 999999, "nobody", "2001-01-01"]))
         claims.append(t)
