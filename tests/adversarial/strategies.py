@@ -54,6 +54,7 @@ TYPE_VALUES: dict[str, st.SearchStrategy[Any]] = {
 }
 any_type_value = st.one_of(*TYPE_VALUES.values(), st.none(), hostile_text, marked_text)
 
+POLICY = demo.policy()
 ORDER_IDS = [demo.order_id(i) for i in range(0, 300, 7)] + ["ord_88431", "ord_88432"]
 
 
@@ -68,7 +69,7 @@ def prose() -> st.SearchStrategy[str]:
 @st.composite
 def claims(draw: Any, key: str) -> dict[str, Any]:
     """One claim: mostly on whitelisted fields with their own type, but any type and any other type's values."""
-    policy = demo.policy()
+    policy = POLICY
     entity = draw(st.one_of(st.sampled_from(["order"] * 6 + ["customer"] * 2), marked_text,
                             st.sampled_from(["orders", "customers", "Order", "оrder"])))
     ent = policy.entities.get(entity)

@@ -69,7 +69,7 @@ def test_fuzz_template_parser_agrees_with_str_format(template):
     assert substitute(template, values) == template.format(**values)
 
 
-@SLOWER
+@FUZZ
 @given(template=templates, domain=st.sampled_from(["orders", "billing", "account"]),
        types=st.dictionaries(st.sampled_from(["a", "b", "_x1", "order_id", "eta"]),
                              st.sampled_from(["identifier", "date", "money", "integer", "enum", "nonsense"]),

@@ -228,6 +228,27 @@ def test_prose_around_verified_slots_is_refused_by_the_shape_stage(records):
     assert "refunded" not in d.message
 
 
+FREETEXT_ONLY = {"domains": {"orders": {"stages": {"format": "enforce", "shape": "off", "freetext": "enforce",
+                                                   "ratio": "off"}}}}
+
+
+@pytest.mark.parametrize("prose", ["We have refunded 500 pounds to your card.",
+                                   "It arrived faster than your last order because we upgraded the courier."])
+def test_prose_around_verified_slots_is_refused_by_the_shipped_classifier(records, prose):
+    """The free-text stage alone (shipped model, shapes off) refuses a stated quantity, comparison or cause."""
+    g = Guard(records.policy, records.store, domain="orders", config=FREETEXT_ONLY)
+    clean = g.run(demo.payloads()["answer"], principal=demo.PRINCIPAL, now=demo.NOW)
+    assert clean.action is Action.ANSWER
+    p = copy.deepcopy(demo.payloads()["answer"])
+    p["answer_template"] += " " + prose
+    with sql_log(records.store.engine) as seen:
+        d = g.run(p, principal=demo.PRINCIPAL, now=demo.NOW)
+    assert d.action is Action.REFUSE and seen == [] and d.results == ()
+    codes = {f.code for f in d.findings}
+    assert codes and all(c.startswith("T3") for c in codes)
+    assert "sentence 3" in d.message and prose.split()[2] not in d.message
+
+
 def test_the_checker_alone_does_not_catch_prose_outside_slots(records):
     """The documented limit (SECURITY.md): every slot verifies, so verify() answers, prose and all."""
     p = copy.deepcopy(demo.payloads()["answer"])
