@@ -162,7 +162,7 @@ class Guard:
             self.stages.append(("ratio", ratio_stage(self.config.ratio)))
 
     def lint(self, payload: Payload | str | bytes | Mapping[str, Any]) -> LintResult:
-        p = payload if isinstance(payload, Payload) else load_payload(payload, self.limits)
+        p = load_payload(payload, self.limits)  # a Payload built directly has skipped the slot and key checks
         ctx = LintContext(p.answer_template, self.domain or "", {c.key: c.type.value for c in p.claims},
                           self.grammar_dir, payload=p)
         return run_stages(ctx, self.stages)
@@ -179,7 +179,7 @@ class Guard:
         """
         t0 = time.perf_counter()
         rid = request_id or uuid.uuid4().hex
-        p = payload if isinstance(payload, Payload) else load_payload(payload, self.limits)
+        p = load_payload(payload, self.limits)  # a Payload built directly has skipped the slot and key checks
         ctx = LintContext(p.answer_template, self.domain or "", {c.key: c.type.value for c in p.claims},
                           self.grammar_dir, payload=p)
         lint = run_stages(ctx, self.stages)

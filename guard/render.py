@@ -18,6 +18,7 @@ from babel import Locale
 from babel.dates import format_date, format_datetime
 from babel.numbers import format_currency, format_decimal, get_currency_precision
 
+from guard.errors import PayloadError
 from guard.payload import ClaimType, template_pieces
 from guard.policy import FieldPolicy, Policy
 
@@ -75,7 +76,13 @@ def substitute(template: str, values: Mapping[str, str]) -> str:
     """Replace every slot by ``values[name]``; literal text is kept, ``{{``/``}}`` unescaped."""
     out = []
     for piece in template_pieces(template):
-        out.append(values[piece.slot.name] if piece.slot is not None else piece.text)
+        if piece.slot is None:
+            out.append(piece.text)
+        elif piece.slot.name in values:
+            out.append(values[piece.slot.name])
+        else:
+            raise PayloadError(f"slot {{{piece.slot.name}}} at column {piece.slot.start + 1} has no claim with that "
+                               "key", location=f"answer_template:{piece.slot.start + 1}")
     return "".join(out)
 
 
