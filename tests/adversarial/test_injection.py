@@ -311,3 +311,24 @@ def test_invented_entities_and_fields_do_not_grow_the_metrics(records):
     assert len(series) == 2
     assert metrics.value("guard_claims_total", entity="_unlisted", field="_unlisted", status="not_checkable") == 100
     assert metrics.value("guard_claims_total", entity="order", field="_unlisted", status="not_checkable") == 100
+
+
+# -- a Payload object built without load_payload --------------------------------------------------------------
+
+def test_payload_objects_built_directly_are_checked_like_json(records):
+    """Guard.run(Payload(...)) skips nothing: a slot without a claim is a PayloadError, not a KeyError."""
+    c = claim("a", "identifier", "id", "ord_88431")
+    g = Guard(records.policy, records.store, domain="orders", config=CHECKER_ONLY)
+    for raw in ({"answer_template": "Order {a} and {b}.", "claims": [c]},
+                {"answer_template": "Order {a}.", "claims": [c, dict(c, value="ord_1")]}):
+        built = Payload.model_validate(raw)
+        with pytest.raises(PayloadError):
+            g.run(built, principal=demo.PRINCIPAL, now=demo.NOW)
+        with pytest.raises(PayloadError):
+            g.lint(built)
+    ok = ClaimResult(key="a", entity="order", entity_id="ord_88431", field="id", type="identifier",
+                     status=Status.CONFIRMED, claimed="ord_88431", actual="ord_88431", raw="ord_88431",
+                     row_id="ord_88431")
+    with pytest.raises(PayloadError):
+        decide(Payload.model_validate({"answer_template": "Order {a} and {b}.", "claims": [c]}), [ok],
+               records.policy)
