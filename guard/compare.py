@@ -32,6 +32,8 @@ class BadStored(ValueError):
     """The stored value is not a value of the field's type."""
 
 
+MAX_EXPONENT = 1000
+"""Claimed numbers beyond 10**±1000 are rejected before any arithmetic."""
 _INT = regex.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)")
 _SPACES = regex.compile(r"[\s\u00a0\u202f]+")
 
@@ -51,7 +53,13 @@ def _decimal(value: Any, err: type[ValueError], what: str) -> Decimal:
             raise err(f"'{value}' is not {what}") from None
     else:
         raise err(f"{type(value).__name__} is not {what}")
-    if not d.is_finite():
+    return _bounded(d, err, what, value)
+
+
+def _bounded(d: Decimal, err: type[ValueError], what: str, value: Any) -> Decimal:
+    """A finite number of sane magnitude: ``1E+999999999`` would overflow decimal arithmetic, ``inf`` and
+    ``NaN`` have no integer value, and none of them is a value a record holds."""
+    if not d.is_finite() or (d and abs(d.adjusted()) > MAX_EXPONENT):
         raise err(f"'{value}' is not {what}")
     return d
 
@@ -128,7 +136,7 @@ def _money_claim(value: Any, field: FieldPolicy, policy: Policy) -> int:
             amount = parse_decimal(text, locale=policy.locale, strict=True)
         except NumberFormatError:
             raise BadClaim(f"'{value}' is not an amount of money") from None
-        amount = -amount if negative else amount
+        amount = _bounded(-amount if negative else amount, BadClaim, "an amount of money", value)
     else:
         amount = _decimal(value, BadClaim, "an amount of money")
     minor = amount.scaleb(field.exponent)
