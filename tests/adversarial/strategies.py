@@ -37,20 +37,26 @@ huge_int = st.one_of(st.integers(min_value=-(10**40), max_value=10**40), st.samp
 odd_float = st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([1e308, -0.0, 5e-324, 1299.0,
                                                                                           4.2, 4.23]))
 
+TYPE_SAMPLES: dict[str, list[Any]] = {
+    "identifier": ["ord_88431", "ORD_88431", "ord_88431 ", "ord_8843\u0031\u200b", "cus_1042"],
+    "string": ["Ada Lovelace", "ada lovelace", "Ada\u00a0Lovelace", "\u0410da Lovelace"],
+    "integer": ["3", "3.5", " 3 ", "1,000", "\uff13", True, False, 3, 2**63, -(2**63) - 1, 10**18],
+    "decimal": ["4.2", "4.2 kg", "4,2", "4.25kg", "1e400", "NaN", "-inf", "sNaN", "1E999999999", "-1e-999999999",
+                4.2, 4.23, 1e308, -0.0, 5e-324],
+    "money": ["\u00a31,299.00", "1299", "GBP 1,299", "\u00a31.299,00", "\u00a51299", "1299.001", "\u00a3-0", "1e9999",
+              "inf", "-inf", "NaN", "sNaN", "1E999999999", 1299, 1299.0, 129900, 2**53 + 1],
+    "date": ["2026-07-30", "2026-07-29", "30 July 2026", "2026-02-30", "0000-00-00", "9999-12-31",
+             "2026-07-30T00:00:00+09:00", "2026-13-01"],
+    "timestamp": ["2026-07-29T23:40:00Z", "2026-07-29T23:40:00", "2026-07-29T23:40:00+14:00", "not a time",
+                  "2026-07-29T24:00:00Z"],
+    "enum": ["shipped", "SHIPPED", "Dispatched", "delivered", "\u017fhipped", "shipped\u200b", "gold", "premium"],
+    "boolean": [True, False, "true", "yes", 0, 1, "no"],
+}
+"""Fixed values of every claim type, hostile spellings included; tests pair every type with all of them."""
+NUMERIC = {"integer": huge_int, "decimal": odd_float, "money": st.one_of(huge_int, odd_float)}
 TYPE_VALUES: dict[str, st.SearchStrategy[Any]] = {
-    "identifier": st.sampled_from(["ord_88431", "ORD_88431", "ord_88431 ", "ord_8843\u0031\u200b", "cus_1042"]),
-    "string": st.sampled_from(["Ada Lovelace", "ada lovelace", "Ada\u00a0Lovelace", "Аda Lovelace"]),
-    "integer": st.one_of(huge_int, st.sampled_from(["3", "3.5", " 3 ", "1,000", "３", True, False])),
-    "decimal": st.one_of(odd_float, st.sampled_from(["4.2", "4.2 kg", "4,2", "4.25kg", "1e400", "NaN", "-inf"])),
-    "money": st.one_of(huge_int, odd_float, st.sampled_from(["£1,299.00", "1299", "GBP 1,299", "£1.299,00", "¥1299",
-                                                             "1299.001", "£-0", "1e9999"])),
-    "date": st.sampled_from(["2026-07-30", "2026-07-29", "30 July 2026", "2026-02-30", "0000-00-00", "9999-12-31",
-                             "2026-07-30T00:00:00+09:00", "2026-13-01"]),
-    "timestamp": st.sampled_from(["2026-07-29T23:40:00Z", "2026-07-29T23:40:00", "2026-07-29T23:40:00+14:00",
-                                  "not a time", "2026-07-29T24:00:00Z"]),
-    "enum": st.sampled_from(["shipped", "SHIPPED", "Dispatched", "delivered", "ſhipped", "shipped\u200b", "gold",
-                             "premium"]),
-    "boolean": st.sampled_from([True, False, "true", "yes", 0, 1, "no"]),
+    t: st.one_of(st.sampled_from(v), NUMERIC[t]) if t in NUMERIC else st.sampled_from(v)
+    for t, v in TYPE_SAMPLES.items()
 }
 any_type_value = st.one_of(*TYPE_VALUES.values(), st.none(), hostile_text, marked_text)
 

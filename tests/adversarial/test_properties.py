@@ -25,7 +25,7 @@ from guard.lint import lint
 from guard.payload import load_payload, template_pieces
 from guard.verify import verify
 
-from .strategies import MARK, any_json, as_json_text, deep_json, hostile_text, mutated_payloads, payloads
+from .strategies import MARK, TYPE_SAMPLES, any_json, as_json_text, deep_json, hostile_text, mutated_payloads, payloads
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GATE_OPEN = {"domains": {"orders": {"stages": {"format": "enforce", "shape": "off", "freetext": "off",
@@ -209,3 +209,67 @@ def test_lint_gives_findings_never_a_crash(template, domain):
         return
     for f in r.findings:
         assert 0 <= f.start <= f.end <= len(template)
+
+
+SAMPLES = {t: v + [None, 10**30, -1.5, "", "  "] for t, v in TYPE_SAMPLES.items()}
+
+KINDS_POLICY = {
+    "timezone": "Asia/Tokyo", "locale": "en_GB",
+    "entities": {"thing": {"table": "kinds", "fields": {
+        "identifier": {"type": "identifier"}, "string": {"type": "string"}, "integer": {"type": "integer"},
+        "decimal": {"type": "decimal", "tolerance": 0.05, "unit": "kg"}, "money": {"type": "money", "currency": "GBP"},
+        "date": {"type": "date"}, "timestamp": {"type": "timestamp"}, "enum": {"type": "enum"},
+        "boolean": {"type": "boolean"}}}},
+}
+
+
+@pytest.fixture(scope="module")
+def kinds(tmp_path_factory):
+    """One row holding a value of every claim type."""
+    import sqlalchemy as sa
+
+    from guard.policy import load_policy
+    from guard.store import RecordStore
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('kinds') / 'kinds.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text('CREATE TABLE kinds (id VARCHAR(20) PRIMARY KEY, identifier VARCHAR(20), "string" '
+                             'VARCHAR(40), "integer" INTEGER, "decimal" NUMERIC(8,3), money BIGINT, "date" DATE, '
+                             '"timestamp" DATETIME, enum VARCHAR(20), "boolean" BOOLEAN)'))
+        conn.execute(sa.text("INSERT INTO kinds VALUES ('t1', 'ord_88431', 'Ada Lovelace', 3, 4.2, 129900, "
+                             "'2026-07-30', '2026-07-29 23:40:00', 'shipped', 1)"))
+    policy = load_policy(KINDS_POLICY)
+    store = RecordStore(url, policy)
+    yield policy, store
+    store.close()
+    engine.dispose()
+
+
+@pytest.mark.parametrize("value_type", sorted(TYPE_SAMPLES))
+@pytest.mark.parametrize("claim_type", sorted(TYPE_SAMPLES))
+def test_every_type_against_every_other_types_values(kinds, claim_type, value_type):
+    """A claim of each type, on a field of that type, with each sample value of every type: a decision
+    (never an exception), and an answer always shows the stored value, not the claim."""
+    from guard.render import format_value
+
+    policy, store = kinds
+    fp = policy.entities["thing"].fields[claim_type]
+    stored_text = None
+    for value in SAMPLES[value_type]:
+        p = {"answer_template": "It is {v}.", "claims": [{"key": "v", "type": claim_type, "entity": "thing",
+                                                          "entity_id": "t1", "field": claim_type, "value": value}]}
+        try:
+            d = verify(p, policy, store)
+        except PayloadError:
+            assert isinstance(value, float) and value != value or value in (float("inf"), float("-inf"))
+            continue
+        assert d.action in (Action.ANSWER, Action.REGENERATE), (value, d.results[0].reason)
+        r = d.results[0]
+        stored_text = format_value(r.actual, fp, policy)
+        if d.action is Action.ANSWER:
+            assert d.text == f"It is {stored_text}."
+        else:
+            assert d.facts["v"]["text"] == stored_text
+    if claim_type == value_type:
+        assert stored_text is not None
