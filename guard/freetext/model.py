@@ -23,6 +23,8 @@ from guard.errors import ModelError
 from guard.freetext.featurize import BOS, CLAUSE, EOS, FEATURIZER_VERSION, GROUPS, LONG, bi_features, clause_features, mask_slots, linguistics, tri_feature, uni_features
 
 FORMAT_VERSION = 1
+#: Evidence units with a smaller weight (log-odds) are never shown as spans.
+MIN_EVIDENCE = 0.2
 #: Libraries whose version must match the card: name -> how many version parts must agree.
 CHECKED_LIBRARIES = {"scikit-learn": 2, "spacy": 2, "spacy-lookups-data": 2, "numpy": 1}
 RECORDED_LIBRARIES = ("scikit-learn", "spacy", "spacy-lookups-data", "numpy", "scipy", "joblib")
@@ -302,7 +304,7 @@ class FreeTextClassifier:
         best = []
         for j in range(len(self.labels)):
             top = max(((w[j], s, e) for w, s, e in units), default=None)
-            best.append(top if top is not None and top[0] > 0 else None)
+            best.append(top if top is not None and top[0] >= MIN_EVIDENCE else None)
         value = win[2] = tuple(best)
         return value
 
@@ -310,19 +312,28 @@ class FreeTextClassifier:
                   top: int = 3) -> dict[str, list[Span]]:
         """The strongest evidence units (a word, a word pair, a pattern match) merged into spans."""
         js = [self.labels.index(lab) for lab in labels]
-        cands: dict[int, list] = {j: [] for j in js}
         fill = self._window_evidence
-        for i, win in enumerate(wins):
-            ev = win[2] or fill(win)
-            for j in js:
-                u = ev[j]
+        if len(js) == 1:
+            j = js[0]
+            found = []
+            for i, win in enumerate(wins):
+                u = (win[2] or fill(win))[j]
                 if u is not None:
-                    cands[j].append((u[0], i + u[1], i + u[2]))
+                    found.append((u[0], i + u[1], i + u[2]))
+            cands = {j: found}
+        else:
+            cands = {j: [] for j in js}
+            for i, win in enumerate(wins):
+                ev = win[2] or fill(win)
+                for j in js:
+                    u = ev[j]
+                    if u is not None:
+                        cands[j].append((u[0], i + u[1], i + u[2]))
         if long_matches:
             for name, s, e in long_matches:
                 w = self._weight(self._pattern_columns(name))
                 for j in js:
-                    if w[j] > 0:
+                    if w[j] >= MIN_EVIDENCE:
                         cands[j].append((w[j], s, e))
         out: dict[str, list[Span]] = {}
         offsets = None
