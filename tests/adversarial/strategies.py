@@ -21,9 +21,11 @@ CONFUSABLES = ["\u0430", "\u043e", "\u0435", "\u03bf", "\uff10", "\uff4f", "\u21
 INVISIBLE = ["\u200b", "\u200c", "\u200d", "\ufeff", "\u2060", "\u00ad", "\u180e"]
 BIDI = ["\u202e", "\u202d", "\u202b", "\u200f", "\u200e", "\u2066", "\u2067", "\u2069"]
 CONTROL = ["\x00", "\x1b", "\r", "\n", "\t", "\x7f", "\u2028", "\u2029", "\x85"]
-SQL = ["' OR '1'='1", "1; DROP TABLE orders; --", "\" OR 1=1 --", "ord_88431' UNION SELECT password_hash FROM customers --",
-       "%' --", "\\'; DELETE FROM orders; --", "*/ SELECT 1 /*"]
-FORMAT = ["{x.__class__}", "{x[0]}", "{x:>2147483648}", "{0}", "{}", "{x!r}", "{{", "}}", "{", "}", "{x.__init__.__globals__}"]
+SQL = ["' OR '1'='1", "1; DROP TABLE orders; --", "\" OR 1=1 --",
+       "ord_88431' UNION SELECT password_hash FROM customers --", "%' --",
+       "\\'; DELETE FROM orders; --", "*/ SELECT 1 /*"]
+FORMAT = ["{x.__class__}", "{x[0]}", "{x:>2147483648}", "{0}", "{}", "{x!r}", "{{", "}}", "{", "}",
+          "{x.__init__.__globals__}"]
 SPECIAL = CONFUSABLES + INVISIBLE + BIDI + CONTROL
 
 odd_char = st.sampled_from(SPECIAL)
@@ -113,9 +115,13 @@ def payloads(draw: Any, max_claims: int = 4) -> dict[str, Any]:
 
 
 json_leaf = st.one_of(st.none(), st.booleans(), huge_int, odd_float, hostile_text, marked_text)
-any_json = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                           st.dictionaries(hostile_text, inner, max_size=4)),
-                        max_leaves=30)
+
+
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(hostile_text, inner, max_size=4))
+
+
+any_json = st.recursive(json_leaf, _containers, max_leaves=30)
 
 
 @st.composite

@@ -32,16 +32,17 @@ from .conftest import worker
 from tests.conftest import backend_url
 
 THREADS, PER_THREAD, POOL = 8, 5000, 1000
-GATE = {"domains": {"orders": {"stages": {"format": "enforce", "shape": "off", "freetext": "off",
-                                          "ratio": "report"}}}}
-"""Sentence shapes are off: they cost more than the lookup and are not what this test loads."""
+GATE = {"domains": {"orders": {"stages": {"format": "enforce", "shape": "off", "freetext": "off", "ratio": "off"}}}}
+"""Only the format stage: shapes and ratios cost more than the lookup and are not what this test loads."""
 TEMPLATES = {
-    "shipped_at": ("date", "Your order {order_id} shipped on {x}."),
-    "estimated_delivery": ("date", "Your order {order_id} is expected to arrive on {x}."),
-    "total_minor": ("money", "The total for order {order_id} is {x}."),
-    "status": ("enum", "Order {order_id} is {x}."),
-    "line_count": ("integer", "Order {order_id} contains {x} item."),
+    "shipped_at": ("date", "Your order shipped on {x}."),
+    "estimated_delivery": ("date", "Your order is expected to arrive on {x}."),
+    "total_minor": ("money", "Your order total is {x}."),
+    "status": ("enum", "Your order is {x}."),
+    "line_count": ("integer", "Your order contains {x} items."),
 }
+"""One claim per payload: tracemalloc roughly doubles the cost of every allocation, and the run must stay
+within a couple of minutes on two cores."""
 MAX_TRACED_GROWTH = 4 * 1024 * 1024
 
 
@@ -68,9 +69,7 @@ def payload_pool(n: int) -> list[tuple[dict[str, Any], Any]]:
         field = rng.choice(sorted(TEMPLATES))
         ctype, template = TEMPLATES[field]
         oid = o["id"] if rng.random() < 0.95 else "ord_00000"
-        claims = [{"key": "order_id", "type": "identifier", "entity": "order", "entity_id": oid, "field": "id",
-                   "value": oid},
-                  {"key": "x", "type": ctype, "entity": "order", "entity_id": oid, "field": field,
+        claims = [{"key": "x", "type": ctype, "entity": "order", "entity_id": oid, "field": field,
                    "value": claim_value(field, o, rng.random() < 0.3)}]
         r = rng.random()
         principal = o["customer_id"] if r < 0.9 else (None if r < 0.95 else "cus_1000")
@@ -163,6 +162,6 @@ def test_eight_threads_give_the_sequential_decisions(load_url, tmp_path):
             if event["event"] == "decision":
                 counts["n_claims"] = event["n_claims"]
     assert set(by_request) == {f"t{t}-{j}" for t in range(THREADS) for j in range(PER_THREAD)}
-    assert all(c["decision"] == 1 and c["claim"] in (0, c["n_claims"]) for c in by_request.values())
+    assert all(c["decision"] == 1 and c["claim"] == c["n_claims"] == 1 for c in by_request.values())
     n_claim_lines = sum(c["claim"] for c in by_request.values())
     assert lines == total + n_claim_lines

@@ -95,7 +95,7 @@ def assert_sound(records, payload: dict[str, Any], d: Decision, principal: Any) 
 
 
 def mix_in_truth(data, records, payload: dict[str, Any], principal: Any) -> dict[str, Any]:
-    """Replace some claims by true ones (some on stale rows, some nudged to be wrong), so every decision is reachable."""
+    """Replace some claims by true ones (some on stale rows, some nudged to be wrong): every decision is reachable."""
     truth = records.true_claims(principal)
     claims = []
     for c in payload["claims"]:
