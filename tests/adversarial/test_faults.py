@@ -256,7 +256,7 @@ class Relay:
                 pass
             self._listener.close()
             self._listener = None
-        for s in self._open:
+        for s in list(self._open):
             try:
                 s.shutdown(self._socket.SHUT_RDWR)
             except OSError:
