@@ -301,10 +301,11 @@ class FreeTextClassifier:
             units.append((self._weight(self._bigram_columns(b, x)), -1, 0))
         for name, length in win[1]:
             units.append((self._weight(self._pattern_columns(name)), 1 - length, 1))
-        best = []
-        for j in range(len(self.labels)):
-            top = max(((w[j], s, e) for w, s, e in units), default=None)
-            best.append(top if top is not None and top[0] >= MIN_EVIDENCE else None)
+        best: list = [None] * len(self.labels)
+        for w, s, e in units:
+            for j, wj in enumerate(w):
+                if wj >= MIN_EVIDENCE and (best[j] is None or wj > best[j][0]):
+                    best[j] = (wj, s, e)
         value = win[2] = tuple(best)
         return value
 
