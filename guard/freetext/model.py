@@ -289,21 +289,22 @@ class FreeTextClassifier:
         return self._evidence(text, *docs[0], tuple(self.labels if labels is None else labels))
 
     def _window_evidence(self, win: list) -> tuple:
-        """Per label, the strongest evidence unit of a window if its weight is positive: (weight,
-        from, to) in token positions relative to its last token (that word, the word pair, a short
-        pattern match ending there). Stored in the window so each is computed once."""
-        b, x = win[3], win[4]
-        units = []
-        if x is not EOS:
-            units.append((self._weight(self._unigram_columns(x)), 0, 1))
-            units.append((self._weight(self._bigram_columns(b, x)), -1 if b is not BOS else 0, 1))
+        """Per label, the strongest feature of a window if its weight reaches MIN_EVIDENCE:
+        (weight, from, to) in token positions relative to the window's last token (a word, the word
+        pair, the three words, or a short pattern match ending there). Stored in the window."""
+        cols, matches, _, b, x = win
+        if x is EOS:
+            n_uni, bigram = 0, (-1, 0)
         else:
-            units.append((self._weight(self._bigram_columns(b, x)), -1, 0))
-        for name, length in win[1]:
-            units.append((self._weight(self._pattern_columns(name)), 1 - length, 1))
+            n_uni, bigram = len(self._unigram_columns(x)), (-1 if b is not BOS else 0, 1)
+        n_bi = len(self._bigram_columns(b, x))
+        pattern = [(1 - length, 1) for name, length in matches for _ in self._pattern_columns(name)]
+        n_tri = len(cols) - n_uni - n_bi - len(pattern)
+        extents = [(0, 1)] * n_uni + [bigram] * n_bi + [(-2, 1)] * n_tri + pattern
+        wlist = self._wlist
         best: list = [None] * len(self.labels)
-        for w, s, e in units:
-            for j, wj in enumerate(w):
+        for c, (s, e) in zip(cols, extents):
+            for j, wj in enumerate(wlist[c]):
                 if wj >= MIN_EVIDENCE and (best[j] is None or wj > best[j][0]):
                     best[j] = (wj, s, e)
         value = win[2] = tuple(best)
