@@ -244,20 +244,6 @@ class Linguistics:
             out = [get(o) or make(o) for o in doc.to_array(ORTH).tolist()]
             yield [x for x in out if not x.space]
 
-    def lexes_at(self, texts: Iterable[str]) -> Iterable[tuple[list[Lex], list[int]]]:
-        """Like :meth:`lexes`, with each lexeme's start offset (offsets survive slot masking)."""
-        from spacy.attrs import IDX, ORTH
-
-        get, make = self.cache.get, self.lex
-        for doc in self.tokenizer.pipe(mask_slots(t) for t in texts):
-            lexes, starts = [], []
-            for o, i in doc.to_array([ORTH, IDX]).tolist():
-                x = get(o) or make(o)
-                if not x.space:
-                    lexes.append(x)
-                    starts.append(i)
-            yield lexes, starts
-
     def tokens(self, text: str) -> list[tuple[Lex, int, int]]:
         """Non-space lexemes of one text with their character offsets in the original text."""
         doc = self.tokenizer(mask_slots(text))

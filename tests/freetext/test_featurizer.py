@@ -12,7 +12,6 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.pipeline import Pipeline
 
-from guard.freetext.corpus import label_matrix
 from guard.freetext.estimators import MultiLabelLogistic, SpacyFeaturizer
 from guard.freetext.featurize import SLOT_CHAR, linguistics, mask_slots
 from guard.freetext.lexicon import default_lexicon
