@@ -219,17 +219,13 @@ class FreeTextClassifier:
 
     def _scores(self, texts: list[str], keep: bool) -> tuple[np.ndarray, list]:
         """Log-odds per text and label; with ``keep``, each text's lexemes and long matches for evidence."""
-        from spacy.attrs import ORTH
-
         ling = self._linguistics
-        get, make = ling.cache.get, ling.lex
         walk, tail = self._walk, self._tail
         indices: list[int] = []
         starts: list[int] = []
         docs = []
-        for doc in ling.tokenizer.pipe(mask_slots(t) for t in texts):
+        for lexes in ling.fast_lexes(texts):
             starts.append(len(indices))
-            lexes = [x for x in [get(o) or make(o) for o in doc.to_array(ORTH).tolist()] if not x.space]
             if keep:
                 wins: list = []
                 docs.append((lexes, tail(lexes, walk(lexes, indices, wins), indices), wins))

@@ -8,6 +8,8 @@ from collections import Counter
 import joblib
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.pipeline import Pipeline
@@ -134,3 +136,24 @@ def test_model_fast_columns_equal_featurizer_features(corpus_examples, shipped):
     for text, lexes in zip(texts, ling.lexes(texts)):
         slow = Counter(vocab[f] for f in ling.features(lexes, frozenset(shipped.groups)) if f in vocab)
         assert Counter(shipped._columns(lexes)) == slow, text
+
+
+def _tokenizer_lexes(ling, texts):
+    return [[x.text for x in lexes] for lexes in ling.lexes(texts)]
+
+
+def test_chunk_cached_tokens_equal_spacy_tokens_on_corpus(corpus_examples):
+    ling = linguistics(default_lexicon())
+    openers = ("", "' ", ":-  ")
+    texts = [o + e.text for o in openers for e in corpus_examples]
+    texts += TEXTS + ["", "   ", "\t\n", "{a}{b}", "It's 'cause of the storm ' cause :- ) :-)", "a.m. 10 a.m. 10a.m. p.m.", "--  -_-  ''"]
+    assert [[x.text for x in lx] for lx in ling.fast_lexes(texts)] == _tokenizer_lexes(ling, texts)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["'", "cause", "em", ":", "-", ")", "(", "D", "p", ".", "m", "a", "10", "{x}", "'s",
+                                 "s", "_", " ", "  ", "\t", "\n", "\xa0", "It", "faster", "than", ",", "!"]), max_size=14))
+def test_chunk_cached_tokens_equal_spacy_tokens(pieces):
+    ling = linguistics(default_lexicon())
+    text = "".join(pieces)
+    assert [[x.text for x in lx] for lx in ling.fast_lexes([text])] == _tokenizer_lexes(ling, [text])
