@@ -9,7 +9,6 @@ same payloads. Prints checks/s and the ratios the issue sets targets for
 
 from __future__ import annotations
 
-import argparse
 import random
 import sqlite3
 import tempfile
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from _common import options, rate
 from guard import demo
 from guard.checker import check
 from guard.compare import matches, normalise_stored
@@ -27,20 +27,8 @@ from guard.policy import load_policy
 from guard.store import RecordStore
 
 
-def bench(fn, seconds: float) -> float:
-    fn()
-    n, t0 = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - t0) < seconds:
-        fn()
-        n += 1
-    return n / elapsed
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=100_000)
-    ap.add_argument("--seconds", type=float, default=2.0)
-    args = ap.parse_args()
+    args = options(__doc__)
     path = Path(tempfile.mkdtemp()) / "bench.db"
     url = f"sqlite:///{path}"
     t0 = time.perf_counter()
@@ -85,7 +73,7 @@ def main() -> None:
             rows = conn.execute(sql, params).fetchall()
             assert len(rows) == n
 
-        g, nv, fl = (bench(f, args.seconds) for f in (guard_check, naive, floor))
+        g, nv, fl = (rate(f, args.seconds) for f in (guard_check, naive, floor))
         print(f"{n:>6} {g:>10.0f} {nv:>10.0f} {fl:>10.0f} {g / nv:>11.1f}x {fl / g:>11.2f}x")
         conn.close()
 

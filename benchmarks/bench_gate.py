@@ -10,11 +10,11 @@ metrics against the same gate without them.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
 
+from _common import options, rate
 from guard import demo
 from guard.checker import check
 from guard.decide import decide
@@ -38,20 +38,8 @@ def payload() -> dict:
         c("total", "money", "total_minor", "£1,299.00")]}
 
 
-def rate(fn, seconds: float) -> float:
-    fn()
-    n, t0 = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - t0) < seconds:
-        fn()
-        n += 1
-    return n / elapsed
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=100_000)
-    ap.add_argument("--seconds", type=float, default=2.0)
-    args = ap.parse_args()
+    args = options(__doc__)
     tmp = Path(tempfile.mkdtemp())
     url = f"sqlite:///{tmp / 'records.db'}"
     demo.build(url, n_orders=args.rows)
