@@ -55,7 +55,10 @@ def lint_cmd(
         _fail(str(exc))
     except ValueError as exc:
         _fail(f"bad threshold: {exc}")
-    files = find_templates(paths)
+    stdin = any(str(p) == "-" for p in paths)
+    files = find_templates([p for p in paths if str(p) != "-"])
+    if stdin:
+        files.append(Path("-"))
     if not files:
         _fail("no template files found")
     reports = [_one(f, domain, types, grammar_dir, lint_file, stages) for f in _progress(files)]
@@ -71,6 +74,8 @@ def lint_cmd(
 
 def _one(path: Path, domain: str, types: dict[str, str], grammar_dir: Optional[Path], lint_file,
          stages) -> FileReport:
+    if str(path) == "-":
+        return _stdin(domain, types, grammar_dir, stages)
     try:
         fl = lint_file(path, domain=domain, slot_types=types, grammar_dir=grammar_dir, stages=stages)
     except GuardError as exc:
@@ -79,6 +84,22 @@ def _one(path: Path, domain: str, types: dict[str, str], grammar_dir: Optional[P
     offsets = json_string_offsets(fl.file_text, "answer_template") if fl.payload else None
     return FileReport(fl.path, fl.template, fl.result.findings, extra=extra,
                       file_text=fl.file_text if fl.payload else None, file_offsets=offsets)
+
+
+def _stdin(domain: str, types: dict[str, str], grammar_dir: Optional[Path], stages) -> FileReport:
+    """Standard input: a payload when it is a JSON object, otherwise a plain template."""
+    from guard.lint import lint, lint_payload
+
+    text = sys.stdin.read()
+    try:
+        if text.lstrip().startswith("{"):
+            result = lint_payload(text, domain=domain, grammar_dir=grammar_dir, stages=stages)
+        else:
+            result = lint(text, domain=domain, slot_types=types, grammar_dir=grammar_dir, stages=stages)
+    except GuardError as exc:
+        return FileReport("<stdin>", error=str(exc).replace("\n", " "))
+    return FileReport("<stdin>", result.template, result.findings,
+                      extra={"payload": False, "sentences": [s.to_dict() for s in result.sentences]})
 
 
 def _progress(files: list[Path]):

@@ -44,3 +44,20 @@ def test_cli_formats_carry_ratio_findings(tmp_path, capsys, fmt):
     assert code == 1
     text = json.dumps(out)
     assert "R402" in text and "S201" in text
+
+
+def test_lint_reads_standard_input():
+    import subprocess
+    import sys
+
+    def lint_stdin(text, *args):
+        return subprocess.run([sys.executable, "-m", "guard.cli.main", "lint", "-", "-d", "orders", "--no-freetext",
+                               *args], input=text, capture_output=True, text=True, timeout=120)
+
+    ok = lint_stdin(SEED, *[f"--slot-type={k}={v}" for k, v in TYPES.items()])
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bad = lint_stdin("Your order {order_id} shipped on 3 May.", "-s", "order_id=identifier", "-f", "json")
+    assert bad.returncode == 1
+    assert json.loads(bad.stdout)["files"][0]["findings"][0]["code"] == "S201"
+    payload = lint_stdin(json.dumps({"answer_template": "Hi {x.y}", "claims": []}))
+    assert payload.returncode == 1 and "F101" in payload.stdout
