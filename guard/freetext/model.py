@@ -10,6 +10,7 @@ the installed libraries or the labels.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import re
@@ -250,6 +251,18 @@ class FreeTextClassifier:
         if isinstance(texts, str):
             texts = [texts]
         texts = _check_texts(texts)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._predict(texts, spans)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _predict(self, texts: list[str], spans: bool) -> list[Prediction]:
+        """Runs with the cycle collector paused: a batch keeps every sentence's tokens and
+        windows alive until its spans are drawn, which would otherwise trigger collections that
+        walk the large per-lexeme caches again and again (it creates no cycles)."""
         z, docs = self._scores(texts, keep=spans)
         n_labels = len(self.labels)
         codes = ((z >= self._logit_thresholds) @ (1 << np.arange(n_labels))).tolist()
@@ -335,7 +348,6 @@ class FreeTextClassifier:
                         cands[j].append((w[j], s, e))
         out: dict[str, list[Span]] = {}
         offsets = None
-        chosen_all: list[tuple[int, int]] = []
         for lab, j in zip(labels, js):
             cand = sorted(cands[j], reverse=True)[:top]
             if not cand:
@@ -344,7 +356,6 @@ class FreeTextClassifier:
             floor = 0.4 * cand[0][0]
             chosen = sorted(self._trim(lexes, s, e) for w, s, e in cand if w >= floor)
             chosen = [(s, e) for s, e in chosen if e > s]
-            chosen_all.extend(chosen)
             merged: list[list[int]] = []
             for s, e in chosen:
                 if merged and s <= merged[-1][1]:
@@ -356,7 +367,7 @@ class FreeTextClassifier:
                 out[lab] = spans
                 continue
             if offsets is None or len(offsets) < merged[-1][1]:
-                offsets = self._offsets(text, lexes, max(e for _, e in chosen_all))
+                offsets = self._offsets(text, lexes, merged[-1][1])
             for s, e in merged:
                 start, last = offsets[s], lexes[e - 1]
                 end = offsets[e - 1] + len(last.text)
