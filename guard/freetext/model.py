@@ -163,7 +163,7 @@ class FreeTextClassifier:
         return found
 
     def _window(self, a: Any, b: Any, x: Any) -> list:
-        """[columns, short pattern matches as (name, length), evidence (filled when first needed), b, x]
+        """[columns, short pattern matches as (name, length), evidence (filled when first needed), b, x, a]
         of the features ending on x."""
         cols = self._unigram_columns(x) if x is not EOS else ()
         cols += self._bigram_columns(b, x)
@@ -180,7 +180,7 @@ class FreeTextClassifier:
         if len(wcache) > 1_000_000:
             for k in ("_wcache", "_ucache", "_bcache", "_wsum"):
                 self.__dict__[k].clear()
-        value = wcache[(a, b, x)] = [cols, matches, None, b, x]
+        value = wcache[(a, b, x)] = [cols, matches, None, b, x, a]
         return value
 
     def _unigram_columns(self, x: Any) -> tuple[int, ...]:
@@ -278,6 +278,13 @@ class FreeTextClassifier:
         return out
 
     @property
+    def _label_index(self) -> dict[str, int]:
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = self.__dict__["_index"] = {lab: j for j, lab in enumerate(self.labels)}
+        return index
+
+    @property
     def _label_sets(self) -> list[tuple[str, ...]]:
         """Label tuple of every bit pattern of decisions (bit j = label j)."""
         sets = self.__dict__.get("_sets")
@@ -299,9 +306,10 @@ class FreeTextClassifier:
 
     def _window_evidence(self, win: list) -> tuple:
         """Per label, the strongest feature of a window if its weight reaches MIN_EVIDENCE:
-        (weight, from, to) in token positions relative to the window's last token (a word, the word
-        pair, the three words, or a short pattern match ending there). Stored in the window."""
-        cols, matches, _, b, x = win
+        (weight, from, to, trimmed from, trimmed to) in token positions relative to the window's last
+        token (a word, the word pair, the three words, or a short pattern match ending there; trimmed
+        as :meth:`_trim` would). Stored in the window."""
+        cols, matches, _, b, x, a = win
         if x is EOS:
             n_uni, bigram = 0, (-1, 0)
         else:
@@ -316,36 +324,38 @@ class FreeTextClassifier:
             for j, wj in enumerate(wlist[c]):
                 if wj >= MIN_EVIDENCE and (best[j] is None or wj > best[j][0]):
                     best[j] = (wj, s, e)
+        toks = {-2: a, -1: b, 0: x}
+        first = -1 if a is BOS else -2
+        if b is BOS:
+            first = 0
+        last = 0 if x is EOS else 1
+        for j, u in enumerate(best):
+            if u is not None:
+                _, s, e = u
+                s, e = max(s, first), min(e, last)
+                while s < e and toks[s].punct:
+                    s += 1
+                while e > s and toks[e - 1].punct:
+                    e -= 1
+                best[j] = (*u, s, e)
         value = win[2] = tuple(best)
         return value
 
     def _evidence(self, text: str, lexes: list, long_matches: list, wins: list, labels: tuple[str, ...],
                   top: int = 3) -> dict[str, list[Span]]:
         """The strongest evidence units (a word, a word pair, a pattern match) merged into spans."""
-        js = [self.labels.index(lab) for lab in labels]
+        index = self._label_index
+        js = [index[lab] for lab in labels]
         fill = self._window_evidence
-        if len(js) == 1:
-            j = js[0]
-            found = []
-            for i, win in enumerate(wins):
-                u = (win[2] or fill(win))[j]
-                if u is not None:
-                    found.append((u[0], i + u[1], i + u[2]))
-            cands = {j: found}
-        else:
-            cands = {j: [] for j in js}
-            for i, win in enumerate(wins):
-                ev = win[2] or fill(win)
-                for j in js:
-                    u = ev[j]
-                    if u is not None:
-                        cands[j].append((u[0], i + u[1], i + u[2]))
+        evs = [win[2] or fill(win) for win in wins]
+        cands = {j: [(u[0], i + u[1], i + u[2], i + u[3], i + u[4]) for i, ev in enumerate(evs) if (u := ev[j]) is not None]
+                 for j in js}
         if long_matches:
             for name, s, e in long_matches:
                 w = self._weight(self._pattern_columns(name))
                 for j in js:
                     if w[j] >= MIN_EVIDENCE:
-                        cands[j].append((w[j], s, e))
+                        cands[j].append((w[j], s, e, *self._trim(lexes, s, e)))
         out: dict[str, list[Span]] = {}
         offsets = None
         for lab, j in zip(labels, js):
@@ -354,8 +364,7 @@ class FreeTextClassifier:
                 out[lab] = []
                 continue
             floor = 0.4 * cand[0][0]
-            chosen = sorted(self._trim(lexes, s, e) for w, s, e in cand if w >= floor)
-            chosen = [(s, e) for s, e in chosen if e > s]
+            chosen = sorted([(s, e) for w, _, _, s, e in cand if w >= floor and e > s])
             merged: list[list[int]] = []
             for s, e in chosen:
                 if merged and s <= merged[-1][1]:
