@@ -347,9 +347,14 @@ class FreeTextClassifier:
         index = self._label_index
         js = [index[lab] for lab in labels]
         fill = self._window_evidence
-        evs = [win[2] or fill(win) for win in wins]
-        cands = {j: [(u[0], i + u[1], i + u[2], i + u[3], i + u[4]) for i, ev in enumerate(evs) if (u := ev[j]) is not None]
-                 for j in js}
+        if len(js) == 1:
+            j = js[0]
+            cands = {j: [(u[0], i + u[1], i + u[2], i + u[3], i + u[4]) for i, win in enumerate(wins)
+                         if (u := (win[2] or fill(win))[j]) is not None]}
+        else:
+            evs = [win[2] or fill(win) for win in wins]
+            cands = {j: [(u[0], i + u[1], i + u[2], i + u[3], i + u[4]) for i, ev in enumerate(evs) if (u := ev[j]) is not None]
+                     for j in js}
         if long_matches:
             for name, s, e in long_matches:
                 w = self._weight(self._pattern_columns(name))
@@ -401,12 +406,15 @@ class FreeTextClassifier:
     def _offsets(text: str, lexes: list, upto: int) -> list[int]:
         """Start offsets of the first ``upto`` lexemes: tokens appear in order in the masked text,
         which keeps the original offsets."""
-        masked = mask_slots(text)
-        out, pos = [], 0
+        find = mask_slots(text).find
+        out: list[int] = []
+        append = out.append
+        pos = 0
         for x in lexes[:upto]:
-            pos = masked.find(x.text, pos)
-            out.append(pos)
-            pos += len(x.text)
+            t = x.text
+            pos = find(t, pos)
+            append(pos)
+            pos += len(t)
         return out
 
     def explain(self, text: str) -> list[tuple[str, str, dict[str, float]]]:
