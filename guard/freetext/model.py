@@ -124,23 +124,27 @@ class FreeTextClassifier:
         short pattern matches), so a warm token costs one dict hit.
         """
         d = self.__dict__
-        wcache, window = d["_wcache"], self._window
+        get, window = d["_wcache"].get, self._window
+        extend = cols.extend
         cols.append(d["_bias"])
         a = b = BOS
         flags = 0
-        for x in lexes:
-            flags |= x.flags
-            c = wcache.get((a, b, x))
-            if c is None:
-                c = window(a, b, x)
-            cols.extend(c[0])
-            if wins is not None:
-                wins.append(c)
-            a, b = b, x
-        c = wcache.get((a, b, EOS))
-        if c is None:
-            c = window(a, b, EOS)
-        cols.extend(c[0])
+        if wins is None:
+            for x in lexes:
+                flags |= x.flags
+                c = get((a, b, x)) or window(a, b, x)
+                extend(c[0])
+                a, b = b, x
+        else:
+            keep = wins.append
+            for x in lexes:
+                flags |= x.flags
+                c = get((a, b, x)) or window(a, b, x)
+                extend(c[0])
+                keep(c)
+                a, b = b, x
+        c = get((a, b, EOS)) or window(a, b, EOS)
+        extend(c[0])
         if wins is not None:
             wins.append(c)
         return flags
