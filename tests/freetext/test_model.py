@@ -208,3 +208,50 @@ def test_equatives_and_superlatives_are_comparative(shipped):
     for t in ["The battery is not as good as the old one.", "This is the best laptop I have owned.",
               "It costs the same as your last bill.", "Our cheapest plan suits you."]:
         assert "comparative" in shipped.predict(t)[0].labels, t
+
+
+def _reference_spans(clf, text, labels, top=3):
+    """Spans as first written: spaCy's own tokens and offsets, units trimmed one by one."""
+    from guard.freetext.model import MIN_EVIDENCE, Span
+
+    toks = clf._linguistics.tokens(text)
+    lexes = [x for x, _, _ in toks]
+    wins: list = []
+    long_matches = clf._tail(lexes, clf._walk(lexes, [], wins), [])
+    js = [clf.labels.index(lab) for lab in labels]
+    cands: dict[int, list] = {j: [] for j in js}
+    for i, win in enumerate(wins):
+        ev = win[2] or clf._window_evidence(win)
+        for j in js:
+            if ev[j] is not None:
+                cands[j].append((ev[j][0], i + ev[j][1], i + ev[j][2]))
+    for name, s, e in long_matches:
+        w = clf._weight(clf._pattern_columns(name))
+        for j in js:
+            if w[j] >= MIN_EVIDENCE:
+                cands[j].append((w[j], s, e))
+    out = {}
+    for lab, j in zip(labels, js):
+        cand = sorted(cands[j], reverse=True)[:top]
+        chosen = [] if not cand else sorted(clf._trim(lexes, s, e) for w, s, e in cand if w >= 0.4 * cand[0][0])
+        merged: list[list[int]] = []
+        for s, e in (c for c in chosen if c[1] > c[0]):
+            if merged and s <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        spans = []
+        for s, e in merged:
+            start, end = toks[s][1], toks[e - 1][2]
+            if lexes[e - 1].slot:
+                close = text.find("}", toks[e - 1][1])
+                end = close + 1 if close >= 0 else end
+            spans.append(Span(start, end, text[start:end]))
+        out[lab] = spans
+    return out
+
+
+def test_spans_equal_the_reference_computation_on_the_whole_corpus(shipped, corpus_examples):
+    texts = [e.text for e in corpus_examples] + ["Update: " + e.text for e in corpus_examples[::3]]
+    for p in shipped.predict(texts):
+        assert p.spans == (_reference_spans(shipped, p.text, p.labels) if p.labels else {}), p.text
