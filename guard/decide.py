@@ -64,7 +64,7 @@ def result_dict(r: ClaimResult, include_values: bool = True) -> dict[str, Any]:
         d["updated_at"] = r.updated_at.isoformat()
     if include_values:
         d["claimed"] = r.claimed
-        d["actual"] = to_json(r.actual, None) if r.actual is not None else None  # type: ignore[arg-type]
+        d["actual"] = to_json(r.actual)
     return d
 
 
@@ -109,7 +109,7 @@ def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
                 continue
             fp = policy.entities[r.entity].fields[r.field]
             facts[r.key] = {"entity": r.entity, "entity_id": r.row_id, "field": r.field, "type": r.type,
-                            "value": to_json(r.actual, fp), "text": format_value(r.actual, fp, policy),
+                            "value": to_json(r.actual), "text": format_value(r.actual, fp, policy),
                             "citation": r.citation}
         return Decision(Action.REGENERATE, facts=facts, contradicted=tuple(r.key for r in contradicted), **common)
     failed = [r for r in results if r.status is not Status.CONFIRMED]

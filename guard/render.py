@@ -7,7 +7,7 @@ attributes, index objects or choose a format width.
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date
 from decimal import Decimal
 from functools import lru_cache
 from zoneinfo import ZoneInfo
@@ -61,11 +61,9 @@ def _format(t: ClaimType, currency: str | None, unit: str | None, locale: str, t
     return str(actual)
 
 
-def to_json(actual: Any, field: FieldPolicy) -> Any:
-    """A normalised stored value as a JSON value (money stays in integer minor units)."""
-    if isinstance(actual, datetime):
-        return actual.isoformat()
-    if isinstance(actual, date):
+def to_json(actual: Any) -> Any:
+    """A normalised stored value as a JSON value (money stays in integer minor units; None stays None)."""
+    if isinstance(actual, date):  # datetime included
         return actual.isoformat()
     if isinstance(actual, Decimal):
         return str(actual)

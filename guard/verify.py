@@ -10,6 +10,7 @@ from guard.errors import GuardError
 from guard.decide import Action, Decision, decide
 from guard.payload import Limits, Payload, load_payload, unused_claims
 from guard.policy import Policy
+from guard.render import to_json
 from guard.store import RecordStore
 
 
@@ -18,17 +19,15 @@ class EventSink(Protocol):
 
 
 def claim_events(decision: Decision, *, domain: str | None = None, include_values: bool = False) -> list[dict]:
-    """The log lines of a decision: one per claim result, then the decision itself."""
+    """One log line per claim result of a decision (the decision's own line is the caller's: it knows the lint)."""
     out: list[dict[str, Any]] = []
     for r in decision.results:
         e: dict[str, Any] = {"event": "claim", "request_id": decision.request_id, "domain": domain,
                              "entity": r.entity, "field": r.field, "key": r.key, "type": r.type,
                              "status": r.status.value, "latency_ms": round(r.latency_ms, 3)}
         if include_values:
-            from guard.render import to_json
-
             e["claimed"] = r.claimed
-            e["actual"] = to_json(r.actual, None) if r.actual is not None else None  # type: ignore[arg-type]
+            e["actual"] = to_json(r.actual)
         out.append(e)
     return out
 
