@@ -1,0 +1,102 @@
+"""The out-of-domain challenge set is valid, held out from training, and scored by a correct evaluator.
+
+Nothing here asserts a model's score: the set exists to measure, not to pass.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from guard.errors import CorpusError
+from guard.freetext.corpus import FIELDS, LABELS, corpus_files, corpus_sha256, read_corpus
+from guard.freetext.evaluate import evaluate_challenge, read_challenge
+
+from .conftest import CORPUS
+
+CHALLENGE = CORPUS / "challenge"
+DOMAINS = {"reviews", "science", "debates", "support"}
+
+
+def _rows():
+    for f in sorted(CHALLENGE.glob("*.jsonl")):
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                yield f, n, json.loads(line)
+
+
+def _norm(text: str) -> str:
+    """Lower-cased words only: catches copies that differ in punctuation or spacing."""
+    return " ".join(re.findall(r"[a-z0-9{}_']+", text.lower()))
+
+
+def test_challenge_files_follow_the_schema():
+    files = sorted(CHALLENGE.glob("*.jsonl"))
+    assert {f.stem for f in files} == DOMAINS
+    for f, n, d in _rows():
+        where = f"{f.name}:{n}"
+        assert tuple(sorted(d)) == tuple(sorted(FIELDS)), where
+        assert d["domain"] == f.stem and d["split"] == "test", where
+        assert d["labels"] == sorted(set(d["labels"])) and set(d["labels"]) <= set(LABELS), where
+        assert isinstance(d["hard"], bool) and d["register"] in {"formal", "casual", "terse", "apologetic"}, where
+        assert 3 <= len(d["text"].split()) <= 35, where
+    examples = read_challenge(CHALLENGE)  # the reader's own checks, duplicates included
+    assert len(examples) >= 600
+
+
+def test_challenge_covers_every_label_domain_and_hard_cases():
+    examples = read_challenge(CHALLENGE)
+    for dom in DOMAINS:
+        exs = [e for e in examples if e.domain == dom]
+        assert len(exs) >= 150, dom
+        assert sum(1 for e in exs if not e.labels and e.hard) >= 20, f"{dom}: too few hard negatives"
+        for lab in LABELS:
+            assert sum(lab in e.labels for e in exs) >= 25, f"{dom}: too few {lab}"
+
+
+def test_challenge_has_no_duplicates_and_no_overlap_with_the_main_corpus():
+    seen: dict[str, str] = {}
+    for f, n, d in _rows():
+        key = _norm(d["text"])
+        assert key not in seen, f"{f.name}:{n} duplicates {seen.get(key)}"
+        seen[key] = f"{f.name}:{n}"
+    main = {_norm(e.text): e.source for e in read_corpus(CORPUS)}
+    overlap = sorted(set(seen) & set(main))
+    assert not overlap, [(seen[k], main[k]) for k in overlap[:5]]
+
+
+def test_training_reader_and_corpus_hash_ignore_the_challenge_set(corpus_examples):
+    assert all(f.parent == CORPUS for f in corpus_files(CORPUS))
+    assert not any("challenge" in e.source for e in corpus_examples)
+    card = json.loads((CORPUS.parent / "models" / "freetext.json").read_text(encoding="utf-8"))
+    if card["corpus"]["sha256"] != corpus_sha256(CORPUS):
+        pytest.skip("the main corpus changed since the shipped model was trained")
+    # the shipped model's card hashes exactly the files the reader reads
+    assert card["corpus"]["summary"]["n"] == len(corpus_examples)
+
+
+def test_read_challenge_rejects_lines_outside_the_test_split(tmp_path):
+    good = {"text": "Cheaper than the old one.", "labels": ["comparative"], "domain": "reviews", "split": "test", "hard": False, "register": "terse"}
+    bad = dict(good, text="It lasts two days.", labels=["quantity"], split="train")
+    (tmp_path / "reviews.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match="not in the test split"):
+        read_challenge(tmp_path)
+
+
+def test_evaluate_challenge_counts_per_label_and_domain():
+    examples = read_challenge(CHALLENGE)
+    gold = np.array([[lab in e.labels for lab in LABELS] for e in examples], dtype=np.int8)
+    by_text = {e.text: row for e, row in zip(examples, gold)}
+    result = evaluate_challenge(examples, {
+        "oracle": lambda texts: np.array([by_text[t] for t in texts]),
+        "silent": lambda texts: np.zeros((len(texts), len(LABELS)), dtype=np.int8),
+    })
+    oracle, silent = result["systems"]["oracle"], result["systems"]["silent"]
+    assert set(result["domains"]) == DOMAINS and sum(result["domains"].values()) == len(examples)
+    for lab in LABELS:
+        assert oracle["labels"][lab]["f1"] == 1.0 and oracle["labels"][lab]["fp"] == 0
+        assert silent["labels"][lab]["f1"] == 0.0 and silent["labels"][lab]["fn"] == oracle["labels"][lab]["support"]
+        assert sum(oracle["domains"][d][lab]["support"] for d in DOMAINS) == oracle["labels"][lab]["support"]
