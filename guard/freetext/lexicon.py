@@ -52,7 +52,7 @@ class Lexicon:
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> "Lexicon":
         try:
-            classes = {k: frozenset(str(w).lower() for w in v) for k, v in data["classes"].items()}
+            classes = {k: frozenset(_word(w, f"class {k}") for w in v) for k, v in data["classes"].items()}
             abstraction = tuple(data.get("abstraction", ()))
             patterns = {
                 name: [[_expand_token(tok, classes) for tok in pat] for pat in pats]
@@ -98,7 +98,15 @@ def _expand_list(v: Any, classes: dict[str, frozenset[str]]) -> list[str]:
         if v[1:] not in classes:
             raise ModelError(f"lexicon pattern refers to unknown class {v}")
         return sorted(classes[v[1:]])
-    return [str(x).lower() for x in v]
+    return [_word(x, "pattern") for x in v]
+
+
+def _word(w: Any, where: str) -> str:
+    """A word of a list, lower-cased; YAML 1.1 reads bare no/on/off/yes as booleans, which
+    would silently become "false"/"true" and never match, so they must be quoted."""
+    if isinstance(w, bool):
+        raise ModelError(f"lexicon {where} holds the boolean {w!r}: quote no/on/off/yes in YAML word lists")
+    return str(w).lower()
 
 
 # --- the fast matcher -------------------------------------------------------------
