@@ -32,7 +32,9 @@ VALUE_ATTRS = {"LOWER": "w", "guard_lemma": "l"}
 def default_lexicon() -> dict[str, Any]:
     """The lexicon shipped with guard, as plain data."""
     text = (resources.files("guard.freetext") / "lexicon.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    data = yaml.safe_load(text)
+    _check_words(data)
+    return data
 
 
 def lexicon_sha256(lexicon: dict[str, Any]) -> str:
@@ -52,7 +54,7 @@ class Lexicon:
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> "Lexicon":
         try:
-            classes = {k: frozenset(_word(w, f"class {k}") for w in v) for k, v in data["classes"].items()}
+            classes = {k: frozenset(str(w).lower() for w in v) for k, v in data["classes"].items()}
             abstraction = tuple(data.get("abstraction", ()))
             patterns = {
                 name: [[_expand_token(tok, classes) for tok in pat] for pat in pats]
@@ -98,15 +100,32 @@ def _expand_list(v: Any, classes: dict[str, frozenset[str]]) -> list[str]:
         if v[1:] not in classes:
             raise ModelError(f"lexicon pattern refers to unknown class {v}")
         return sorted(classes[v[1:]])
-    return [_word(x, "pattern") for x in v]
+    return [str(x).lower() for x in v]
 
 
-def _word(w: Any, where: str) -> str:
-    """A word of a list, lower-cased; YAML 1.1 reads bare no/on/off/yes as booleans, which
-    would silently become "false"/"true" and never match, so they must be quoted."""
-    if isinstance(w, bool):
-        raise ModelError(f"lexicon {where} holds the boolean {w!r}: quote no/on/off/yes in YAML word lists")
-    return str(w).lower()
+def _check_words(data: dict[str, Any]) -> None:
+    """Reject booleans among the words of the lexicon file.
+
+    YAML 1.1 reads bare ``no``, ``on``, ``off`` and ``yes`` as booleans, which would
+    silently become the words "false"/"true" and never match. Checked when the file is
+    read, not in :meth:`Lexicon.from_data`: a model trained before this check keeps the
+    lexicon it was trained with, booleans included, and must still load unchanged.
+    """
+    bad: list[str] = []
+    for name, words in data.get("classes", {}).items():
+        bad += [f"class {name}" for w in words if isinstance(w, bool)]
+    for name, pats in data.get("patterns", {}).items():
+        for pat in pats:
+            for tok in pat:
+                specs = [v for k, v in tok.items() if k not in ("_", "OP")] + list(tok.get("_", {}).values())
+                for spec in specs:
+                    lists = spec.values() if isinstance(spec, dict) else []
+                    if any(isinstance(w, bool) for lst in lists if isinstance(lst, list) for w in lst):
+                        bad.append(f"pattern {name}")
+                if "LOWER" in tok and isinstance(tok["LOWER"], bool):
+                    bad.append(f"pattern {name}")
+    if bad:
+        raise ModelError(f"lexicon.yaml has booleans where words belong (quote no/on/off/yes) in: {sorted(set(bad))}")
 
 
 # --- the fast matcher -------------------------------------------------------------
