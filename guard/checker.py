@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from enum import Enum
 from typing import Any, Callable, NamedTuple
 
-from guard.compare import COMPARATORS, BadClaim, BadStored
+from guard.compare import COMPARATORS, BadClaim, BadStored, _exact
 from guard.errors import StoreUnavailable
 from guard.payload import Claim, ClaimType, Payload
 from guard.policy import FieldPolicy, Policy
@@ -116,13 +116,17 @@ def _aware(value: Any, tz: tzinfo, tz_is_utc: bool) -> datetime | None:
     ``fromisoformat`` with the offset appended is a tenth of the cost of ``replace(tzinfo=...)``.
     """
     if isinstance(value, str):
+        if tz_is_utc:
+            try:
+                stamped = datetime.fromisoformat(value + "+00:00")
+                if stamped.tzinfo is not None:
+                    return stamped
+            except ValueError:
+                pass
         try:
-            parsed = datetime.fromisoformat(value)
-            if parsed.tzinfo is None and tz_is_utc:
-                return datetime.fromisoformat(value + "+00:00")
+            value = datetime.fromisoformat(value)
         except ValueError:
             return None
-        value = parsed
     if not isinstance(value, datetime):
         return None
     if value.tzinfo is None:
@@ -161,7 +165,8 @@ def _judge(c: Claim, f: _Field, raw: Any, row_id: str, updated: datetime | None,
                 status, reason = _STALE, f"the record was last updated {now - updated} ago; the budget is {budget}"
             else:
                 try:
-                    if not f.equal(f.claimed(c.value, f.policy, policy), actual, f.policy):
+                    claimed = f.claimed(c.value, f.policy, policy)
+                    if not (claimed == actual if f.equal is _exact else f.equal(claimed, actual, f.policy)):
                         status, reason = _CONTRADICTED, "the claimed value differs from the record"
                 except BadClaim as exc:
                     status, reason = _CONTRADICTED, f"the claimed value is not a {f.type_name}: {exc}"
