@@ -23,7 +23,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 import numpy as np
 
 from guard.errors import ModelError
-from guard.freetext.featurize import BOS, CLAUSE, EOS, FEATURIZER_VERSION, GROUPS, LONG, bi_features, clause_features, mask_slots, linguistics, tri_feature, uni_features
+from guard.freetext.featurize import BOS, COND, EOS, FEATURIZER_VERSION, GROUPS, LEAD, LONG, bi_features, clause_features, mask_slots, linguistics, tri_feature, uni_features
 
 FORMAT_VERSION = 1
 #: Evidence units with a smaller weight (log-odds) are never shown as spans.
@@ -120,10 +120,7 @@ class FreeTextClassifier:
         """Columns of one sentence's known features (with repeats): the twin of Linguistics.features."""
         self._linguistics
         cols = [c for i in self._window_ids(lexes) for c in self._windows.cols[i]]
-        flags = 0
-        for x in lexes:
-            flags |= x.flags
-        return cols + self._tail(lexes, flags)[1]
+        return cols + self._tail(lexes, LONG | COND | LEAD)[1]
 
     def _tail(self, lexes: list, flags: int) -> tuple[list, list[int]]:
         """(long pattern matches, their columns and those of the clause features), only computed for
@@ -134,7 +131,7 @@ class FreeTextClassifier:
             found = self._ling.matcher.find_long([x.m for x in lexes])
             for name, _, _ in found:
                 cols.extend(self._windows.pattern_columns(name))
-        if flags & CLAUSE and self._clauses:
+        if flags & (COND | LEAD) and self._clauses:
             for f in clause_features(lexes):
                 c = self.vocabulary.get(f)
                 if c is not None:
@@ -190,8 +187,12 @@ class FreeTextClassifier:
         firsts = ends - lens
         cols = arr.colflat[np.arange(ends[-1]) + np.repeat(arr.ptr[ids_a] - firsts, lens)]
         col_starts = firsts[starts_a]
-        trigger = (LONG if self._patterns else 0) | (CLAUSE if self._clauses else 0)
+        # a long pattern's first three tokens, a condition word anywhere, or a reason word opening the
+        # sentence may add columns after the windows' own
+        trigger = (LONG if self._patterns else 0) | (COND if self._clauses else 0)
         flags = np.bitwise_or.reduceat(arr.flags[ids_a], starts_a) & trigger
+        if self._clauses:
+            flags |= arr.flags[ids_a[starts_a + 1]] & LEAD
         at: list[int] = []
         extra: list[int] = []
         if flags.any():
@@ -417,8 +418,9 @@ class FreeTextClassifier:
 
 
 class _Arrays(NamedTuple):
-    """Per window id: where its columns sit in ``colflat``, the flags and length of its last lexeme, and
-    per label its strongest evidence unit (weight, or -inf, and token extents)."""
+    """Per window id: where its columns sit in ``colflat``, its flags (LONG: a long pattern may start at
+    its first lexeme; COND, LEAD: those of its last), the length of its last lexeme, and per label its
+    strongest evidence unit (weight, or -inf, and token extents)."""
 
     colflat: np.ndarray
     ptr: np.ndarray
@@ -462,6 +464,8 @@ class _Windows(dict):
         self.vocabulary, self.wlist, self.groups, self.matcher = vocabulary, wlist, groups, matcher
         self.n_labels = len(wlist[0]) if wlist else 0
         self.trigrams, self.patterns = "trigrams" in groups, "patterns" in groups
+        #: per column, the (label, weight) pairs that can be evidence
+        self.strong = [tuple((j, w) for j, w in enumerate(row) if w >= MIN_EVIDENCE) for row in wlist]
         self.reset()
 
     def reset(self) -> None:
@@ -482,21 +486,27 @@ class _Windows(dict):
     def __missing__(self, key: tuple) -> int:
         a, b, x = key
         cols = self.unigram_columns(x) if x is not EOS else ()
+        n_uni = len(cols)
         cols += self.bigram_columns(b, x)
+        n_bi = len(cols) - n_uni
         if self.trigrams and b is not BOS and x is not EOS:
             col = self.vocabulary.get(tri_feature(a, b, x))
             if col is not None:
                 cols += (col,)
-        matches: tuple = ()
+        pattern: list[tuple[int, int]] = []
         if self.patterns and x is not EOS:
-            matches = self.matcher.ending(a.m, b.m, x.m)
-            for name, _ in matches:
-                cols += self.pattern_columns(name)
-        units = self._units(cols, matches, a, b, x)
+            for name, length in self.matcher.ending(a.m, b.m, x.m):
+                found = self.pattern_columns(name)
+                cols += found
+                pattern += [(1 - length, 1)] * len(found)
+        units = self._units(cols, n_uni, n_bi, pattern, a, b, x) if any(map(self.strong.__getitem__, cols)) else None
+        flags = x.flags & (COND | LEAD)
+        if self.patterns and a.m[3] and self.matcher.may_start_long(a.m, b.m, x.m):
+            flags |= LONG
         i = self[key] = len(self.cols)
         self.cols.append(cols)
-        self.units.append(units)
-        self._pending.append((x.flags, len(x.text) if x is not EOS else 0, x.slot, units))
+        self.units.append(units or self.units[0])
+        self._pending.append((flags, len(x.text) if x is not EOS else 0, x.slot, units))
         return i
 
     def unigram_columns(self, x: Any) -> tuple[int, ...]:
@@ -521,23 +531,22 @@ class _Windows(dict):
             c = self._pcache[name] = (self.vocabulary[f],) if f in self.vocabulary else ()
         return c
 
-    def _units(self, cols: tuple[int, ...], matches: tuple, a: Any, b: Any, x: Any) -> tuple:
+    def _units(self, cols: tuple[int, ...], n_uni: int, n_bi: int, pattern: list, a: Any, b: Any, x: Any) -> tuple:
         """Per label, the strongest feature of a window if its weight reaches MIN_EVIDENCE:
         (weight, from, to, trimmed from, trimmed to) in token positions relative to the window's last
         token (a word, the word pair, the three words, or a short pattern match ending there; trimmed
-        of punctuation and of the sentence boundaries)."""
-        if x is EOS:
-            n_uni, bigram = 0, (-1, 0)
-        else:
-            n_uni, bigram = len(self.unigram_columns(x)), (-1 if b is not BOS else 0, 1)
-        n_bi = len(self.bigram_columns(b, x))
-        pattern = [(1 - length, 1) for name, length in matches for _ in self.pattern_columns(name)]
-        n_tri = len(cols) - n_uni - n_bi - len(pattern)
-        extents = [(0, 1)] * n_uni + [bigram] * n_bi + [(-2, 1)] * n_tri + pattern
+        of punctuation and of the sentence boundaries). ``cols`` holds n_uni unigram, n_bi bigram, the
+        trigram, then the pattern columns with the given extents."""
+        bigram = (-1, 0) if x is EOS else (-1 if b is not BOS else 0, 1)
+        n_tri = len(cols) - len(pattern)
         best: list = [None] * self.n_labels
-        for c, (s, e) in zip(cols, extents):
-            for j, wj in enumerate(self.wlist[c]):
-                if wj >= MIN_EVIDENCE and (best[j] is None or wj > best[j][0]):
+        for k, c in enumerate(cols):
+            strong = self.strong[c]
+            if not strong:
+                continue
+            s, e = (0, 1) if k < n_uni else bigram if k < n_uni + n_bi else (-2, 1) if k < n_tri else pattern[k - n_tri]
+            for j, wj in strong:
+                if best[j] is None or wj > best[j][0]:
                     best[j] = (wj, s, e)
         toks = {-2: a, -1: b, 0: x}
         first = -1 if a is BOS else -2
@@ -565,19 +574,25 @@ class _Windows(dict):
             ptr = np.cumsum([self._n_cols] + lens[:-1])
             flat = [c for cols in new_cols for c in cols]
             rows, self._pending = self._pending, []
-            evw = [[-np.inf if u is None else u[0] for u in r[3]] for r in rows]
-            ext = [[(0, 0, 0, 0) if u is None else u[1:] for u in r[3]] for r in rows]
+            evw, ext = _grown(old.evw, done, (), n), _grown(old.ext, done, (), n)
+            evw[done:n], ext[done:n] = -np.inf, 0
+            with_units = [(i, r[3]) for i, r in enumerate(rows, done) if r[3] is not None]
+            if with_units:
+                at, units = zip(*with_units)
+                evw[at, :] = [[-np.inf if u is None else u[0] for u in us] for us in units]
+                ext[at, :] = [[(0, 0, 0, 0) if u is None else u[1:] for u in us] for us in units]
             self._arrays = _Arrays(
                 _grown(old.colflat, self._n_cols, flat), _grown(old.ptr, done, ptr), _grown(old.lens, done, lens),
                 _grown(old.flags, done, [r[0] for r in rows]), _grown(old.xlen, done, [r[1] for r in rows]),
-                _grown(old.slot, done, [r[2] for r in rows]), _grown(old.evw, done, evw), _grown(old.ext, done, ext))
+                _grown(old.slot, done, [r[2] for r in rows]), evw, ext)
             self._synced, self._n_cols = n, self._n_cols + len(flat)
         return self._arrays
 
 
-def _grown(arr: np.ndarray, used: int, rows: Sequence) -> np.ndarray:
-    """``arr`` with ``rows`` written after its first ``used`` rows, reallocated (doubling) when full."""
-    need = used + len(rows)
+def _grown(arr: np.ndarray, used: int, rows: Sequence, need: int | None = None) -> np.ndarray:
+    """``arr`` with ``rows`` written after its first ``used`` rows, reallocated (doubling) when it
+    cannot hold ``need`` rows (default: those)."""
+    need = used + len(rows) if need is None else need
     if need > len(arr):
         bigger = np.empty((max(need, 2 * len(arr)),) + arr.shape[1:], dtype=arr.dtype)
         bigger[:used] = arr[:used]
