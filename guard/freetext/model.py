@@ -16,7 +16,10 @@ import json
 import re
 import threading
 from contextlib import contextmanager
+from functools import reduce
 from importlib import metadata
+from itertools import chain
+from operator import or_
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Sequence
 
@@ -107,8 +110,12 @@ class FreeTextClassifier:
         if ling is None:
             ling = linguistics(self.lexicon)
             windows = _Windows(self.vocabulary, self.weights.astype(np.float64).tolist(), frozenset(self.groups), ling.matcher)
+            patterns, clauses = "patterns" in self.groups, "clauses" in self.groups
+            # a long pattern's first three tokens, a condition word anywhere, or a reason word opening the
+            # sentence may add columns after the windows' own
             self.__dict__.update(_ling=ling, _groups=frozenset(self.groups), _windows=windows, _wsum={},
-                                 _lock=threading.Lock(), _patterns="patterns" in self.groups, _clauses="clauses" in self.groups)
+                                 _lock=threading.Lock(), _patterns=patterns, _clauses=clauses,
+                                 _trigger=(LONG if patterns else 0) | (COND if clauses else 0), _lead=LEAD if clauses else 0)
         return ling
 
     def _window_ids(self, lexes: list) -> list[int]:
@@ -155,11 +162,10 @@ class FreeTextClassifier:
     def _batch(self, texts: list[str]) -> "_Batch":
         """Scores of a batch, with what its evidence spans need.
 
-        Per token, Python only looks the window up (a dict hit in C for a warm
-        window); gathering the columns of the windows, adding their weights and
-        ranking evidence then work on the whole batch's window ids at once.
-        The columns are added in the same order as feature by feature, so
-        scores do not depend on this layout.
+        Per token, Python only looks its window up (a dict hit in C for a warm
+        window). The windows' columns are then gathered text by text, or for a
+        batch of BULK texts or more with numpy at once; either way in the order
+        of the features, so the sums, and the scores, do not depend on the path.
         """
         ling = self._linguistics
         windows = self._windows
@@ -176,23 +182,46 @@ class FreeTextClassifier:
             seq = [BOS, BOS, *lexes, EOS]
             ids.append(bias)
             ids += map(get, zip(seq, seq[1:], seq[2:]))
-        arr = windows.arrays()
         ids_a = np.asarray(ids, dtype=np.intp)
         starts_a = np.asarray(starts, dtype=np.intp)
         long: dict[int, list] = {}
         if not starts:
-            return _Batch(np.zeros((0, len(self.labels))), ids_a, starts_a, docs, long, arr)
-        lens = arr.lens[ids_a]
+            return _Batch(np.zeros((0, len(self.labels))), ids_a, starts_a, docs, long)
+        if len(texts) < self.BULK:
+            cols, col_starts = self._gather_each(ids, starts, docs, long)
+        else:
+            cols, col_starts = self._gather_bulk(ids_a, starts_a, docs, long)
+        z = np.add.reduceat(self.weights[cols], col_starts, axis=0, dtype=np.float64) + self.intercept
+        return _Batch(z, ids_a, starts_a, docs, long)
+
+    def _gather_each(self, ids: list[int], starts: list[int], docs: list, long: dict) -> tuple[np.ndarray, list[int]]:
+        """Columns of every sentence in order (its windows', then its tail's) and where each sentence's
+        columns start, sentence by sentence in Python; notes the long pattern matches in ``long``."""
+        wcols, wflags = self._windows.cols, self._windows.flags
+        cols: list[int] = []
+        col_starts: list[int] = []
+        for i, (a, b) in enumerate(zip(starts, starts[1:] + [len(ids)])):
+            col_starts.append(len(cols))
+            sentence = ids[a:b]
+            cols += chain.from_iterable(map(wcols.__getitem__, sentence))
+            flags = reduce(or_, map(wflags.__getitem__, sentence)) & self._trigger | wflags[sentence[1]] & self._lead
+            if flags:
+                found, tail = self._tail(docs[i], flags)
+                if found:
+                    long[i] = found
+                cols += tail
+        return np.asarray(cols, dtype=np.intp), col_starts
+
+    def _gather_bulk(self, ids: np.ndarray, starts: np.ndarray, docs: list, long: dict) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_gather_each` with numpy: the windows' columns are gathered at once, and the few tails
+        inserted after."""
+        arr = self._windows.arrays()
+        lens = arr.lens[ids]
         ends = np.cumsum(lens)
         firsts = ends - lens
-        cols = arr.colflat[np.arange(ends[-1]) + np.repeat(arr.ptr[ids_a] - firsts, lens)]
-        col_starts = firsts[starts_a]
-        # a long pattern's first three tokens, a condition word anywhere, or a reason word opening the
-        # sentence may add columns after the windows' own
-        trigger = (LONG if self._patterns else 0) | (COND if self._clauses else 0)
-        flags = np.bitwise_or.reduceat(arr.flags[ids_a], starts_a) & trigger
-        if self._clauses:
-            flags |= arr.flags[ids_a[starts_a + 1]] & LEAD
+        cols = arr.colflat[np.arange(ends[-1]) + np.repeat(arr.ptr[ids] - firsts, lens)]
+        col_starts = firsts[starts]
+        flags = np.bitwise_or.reduceat(arr.flags[ids], starts) & self._trigger | arr.flags[ids[starts + 1]] & self._lead
         at: list[int] = []
         extra: list[int] = []
         if flags.any():
@@ -206,9 +235,7 @@ class FreeTextClassifier:
         if extra:
             cols = np.insert(cols, at, extra)
             col_starts = col_starts + np.searchsorted(np.asarray(at), col_starts, side="right")
-        contrib = self.weights[cols]
-        z = np.add.reduceat(contrib, col_starts, axis=0, dtype=np.float64) + self.intercept
-        return _Batch(z, ids_a, starts_a, docs, long, arr)
+        return cols, col_starts
 
     def decision_function(self, texts: Iterable[str]) -> np.ndarray:
         """Per-label log-odds, shape (n, n_labels)."""
@@ -273,9 +300,14 @@ class FreeTextClassifier:
 
     @property
     def _logit_thresholds(self) -> np.ndarray:
-        """The thresholds as log-odds, so decisions compare z directly (same result as prob >= t)."""
-        t = np.clip(self.thresholds, 1e-12, 1 - 1e-12)
-        return np.log(t / (1 - t))
+        """The thresholds as log-odds, so decisions compare z directly (same result as prob >= t);
+        recomputed only when the thresholds change."""
+        key = self.thresholds.tobytes()
+        cached = self.__dict__.get("_logits")
+        if cached is None or cached[0] != key:
+            t = np.clip(self.thresholds, 1e-12, 1 - 1e-12)
+            cached = self.__dict__["_logits"] = (key, np.log(t / (1 - t)))
+        return cached[1]
 
     def evidence(self, text: str, labels: Iterable[str] | None = None) -> dict[str, list[Span]]:
         """Which words pushed each label up (default: every label), as character spans."""
@@ -286,18 +318,70 @@ class FreeTextClassifier:
             found = self._spans([text], self._batch([text]), np.array([code], dtype=np.intp))[0]
         return {lab: found.get(lab, []) for lab in labels}
 
-    def _spans(self, texts: list[str], batch: "_Batch", codes: np.ndarray, top: int = 3) -> list[dict[str, list[Span]]]:
-        """Evidence spans of the labels in each text's code (bit j = label j): the ``top`` strongest
-        units (a word, a word pair, three words, a pattern match), those weighing at least 0.4 of the strongest kept,
-        merged where they touch.
+    #: From this many texts on, columns are gathered and spans ranked in bulk with numpy; below it
+    #: numpy's cost per call (some 80 µs) outweighs working text by text.
+    BULK = 16
 
-        Units are ranked as tuples (weight, from, to, trimmed from, trimmed to), highest first, for all
-        texts and labels at once; Python then only turns the few chosen token ranges into characters.
-        """
+    def _spans(self, texts: list[str], batch: "_Batch", codes: np.ndarray) -> list[dict[str, list[Span]]]:
+        """Evidence spans of the labels in each text's code (bit j = label j): the three strongest
+        units (a word, a word pair, three words, a pattern match), ranked as tuples (weight, from, to,
+        trimmed from, trimmed to), those weighing at least 0.4 of the strongest kept, merged where
+        they touch."""
+        if len(texts) < self.BULK:
+            return self._spans_each(texts, batch, codes)
+        return self._spans_bulk(texts, batch, codes)
+
+    def _spans_each(self, texts: list[str], batch: "_Batch", codes: np.ndarray, top: int = 3) -> list[dict[str, list[Span]]]:
+        """:meth:`_spans`, text by text in Python."""
+        units, index, label_sets = self._windows.units, self._label_index, self._label_sets
+        ids = batch.ids.tolist()
+        bounds = batch.starts.tolist() + [len(ids)]
+        out: list[dict[str, list[Span]]] = []
+        for i, (text, code) in enumerate(zip(texts, codes.tolist())):
+            found: dict[str, list[Span]] = {}
+            out.append(found)
+            if not code:
+                continue
+            lexes = batch.lexes[i]
+            wins = [units[w] for w in ids[bounds[i] + 1:bounds[i + 1]]]
+            offsets: list[int] = []
+            for lab in label_sets[code]:
+                j = index[lab]
+                cand = [(u[0], k + u[1], k + u[2], k + u[3], k + u[4]) for k, us in enumerate(wins) if (u := us[j]) is not None]
+                for name, s, e in batch.long.get(i, ()):
+                    w = self._weight(self._windows.pattern_columns(name))
+                    if w[j] >= MIN_EVIDENCE:
+                        cand.append((w[j], s, e, *self._trim(lexes, s, e)))
+                cand = sorted(cand, reverse=True)[:top]
+                spans = found[lab] = []
+                if not cand:
+                    continue
+                floor = 0.4 * cand[0][0]
+                merged: list[list[int]] = []
+                for s, e in sorted((s, e) for w, _, _, s, e in cand if w >= floor and e > s):
+                    if merged and s <= merged[-1][1]:
+                        merged[-1][1] = max(merged[-1][1], e)
+                    else:
+                        merged.append([s, e])
+                if merged and len(offsets) < merged[-1][1]:
+                    offsets = self._offsets(text, lexes, merged[-1][1])
+                for s, e in merged:
+                    start, last = offsets[s], offsets[e - 1]
+                    end = last + len(lexes[e - 1].text)
+                    if lexes[e - 1].slot:
+                        close = text.find("}", last)
+                        end = close + 1 if close >= 0 else end
+                    spans.append(Span(start, end, text[start:end]))
+        return out
+
+    def _spans_bulk(self, texts: list[str], batch: "_Batch", codes: np.ndarray, top: int = 3) -> list[dict[str, list[Span]]]:
+        """:meth:`_spans` for all texts and labels at once: units are ranked with numpy, and offsets
+        come from the layout of the non-space characters; Python only turns the few chosen token
+        ranges into spans."""
         n_labels = len(self.labels)
         label_sets = self._label_sets
         out: list[dict[str, list[Span]]] = [{lab: [] for lab in label_sets[c]} if c else {} for c in codes.tolist()]
-        ids, starts, arr = batch.ids, batch.starts, batch.arrays
+        ids, starts, arr = batch.ids, batch.starts, self._windows.arrays()
         if not codes.any():
             return out
         seg = np.repeat(np.arange(len(texts)), np.diff(np.append(starts, len(ids))))
@@ -441,7 +525,6 @@ class _Batch(NamedTuple):
     starts: np.ndarray
     lexes: list
     long: dict
-    arrays: _Arrays
 
 
 class _Windows(dict):
@@ -476,7 +559,8 @@ class _Windows(dict):
         none = (None,) * self.n_labels
         self.cols: list[tuple[int, ...]] = [(self.vocabulary["bias"],)]
         self.units: list[tuple] = [none]
-        self._pending: list[tuple] = [(0, 0, False, none)]
+        self.flags: list[int] = [0]
+        self._pending: list[tuple] = [(0, False, None)]
         self._synced = 0
         self._n_cols = 0
         self._arrays = _Arrays(np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, np.int64),
@@ -506,7 +590,8 @@ class _Windows(dict):
         i = self[key] = len(self.cols)
         self.cols.append(cols)
         self.units.append(units or self.units[0])
-        self._pending.append((flags, len(x.text) if x is not EOS else 0, x.slot, units))
+        self.flags.append(flags)
+        self._pending.append((len(x.text) if x is not EOS else 0, x.slot, units))
         return i
 
     def unigram_columns(self, x: Any) -> tuple[int, ...]:
@@ -576,15 +661,15 @@ class _Windows(dict):
             rows, self._pending = self._pending, []
             evw, ext = _grown(old.evw, done, (), n), _grown(old.ext, done, (), n)
             evw[done:n], ext[done:n] = -np.inf, 0
-            with_units = [(i, r[3]) for i, r in enumerate(rows, done) if r[3] is not None]
+            with_units = [(i, r[2]) for i, r in enumerate(rows, done) if r[2] is not None]
             if with_units:
                 at, units = zip(*with_units)
                 evw[at, :] = [[-np.inf if u is None else u[0] for u in us] for us in units]
                 ext[at, :] = [[(0, 0, 0, 0) if u is None else u[1:] for u in us] for us in units]
             self._arrays = _Arrays(
                 _grown(old.colflat, self._n_cols, flat), _grown(old.ptr, done, ptr), _grown(old.lens, done, lens),
-                _grown(old.flags, done, [r[0] for r in rows]), _grown(old.xlen, done, [r[1] for r in rows]),
-                _grown(old.slot, done, [r[2] for r in rows]), evw, ext)
+                _grown(old.flags, done, self.flags[done:n]), _grown(old.xlen, done, [r[0] for r in rows]),
+                _grown(old.slot, done, [r[1] for r in rows]), evw, ext)
             self._synced, self._n_cols = n, self._n_cols + len(flat)
         return self._arrays
 

@@ -277,6 +277,24 @@ def test_offsets_from_the_chunk_layout_equal_spacy_offsets_and_spans_equal_the_r
         assert found == [s for _, s, _ in ling.tokens(text)], text
     for p in shipped.predict(texts):
         assert p.spans == (_reference_spans(shipped, p.text, p.labels) if p.labels else {}), p.text
+    _assert_both_paths_agree(shipped, texts)
+
+
+def _assert_both_paths_agree(clf, texts):
+    """Columns and spans (of every label) drawn text by text equal those drawn in bulk."""
+    with clf._guard():
+        batch = clf._batch(texts)
+        each = clf._gather_each(batch.ids.tolist(), batch.starts.tolist(), batch.lexes, {})
+        bulk = clf._gather_bulk(batch.ids, batch.starts, batch.lexes, {})
+        assert each[0].tolist() == bulk[0].tolist() and list(each[1]) == bulk[1].tolist()
+        codes = np.full(len(texts), (1 << len(clf.labels)) - 1, dtype=np.intp)
+        assert clf._spans_each(texts, batch, codes) == clf._spans_bulk(texts, batch, codes)
+
+
+def test_text_by_text_and_bulk_paths_agree_on_the_corpus(shipped, corpus_examples):
+    texts = [e.text for e in corpus_examples] + ["", "   ", "{a}{b}", "  Faster\tthan {x} ,  because . "]
+    assert len(texts) >= shipped.BULK
+    _assert_both_paths_agree(shipped, texts)
 
 
 def test_no_whitespace_lies_beyond_the_table_of_spaces():
