@@ -18,11 +18,13 @@ from guard.freetext.evaluate import evaluate_challenge, read_challenge
 from .conftest import CORPUS
 
 CHALLENGE = CORPUS / "challenge"
+FRESH = CHALLENGE / "fresh"
 DOMAINS = {"reviews", "science", "debates", "support"}
 
 
 def _rows():
-    for f in sorted(CHALLENGE.glob("*.jsonl")):
+    """Every line of both challenge sets (the main one and fresh/), with its file and line number."""
+    for f in sorted([*CHALLENGE.glob("*.jsonl"), *FRESH.glob("*.jsonl")]):
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
                 yield f, n, json.loads(line)
@@ -34,10 +36,10 @@ def _norm(text: str) -> str:
 
 
 def test_challenge_files_follow_the_schema():
-    files = sorted(CHALLENGE.glob("*.jsonl"))
-    assert {f.stem for f in files} == DOMAINS
+    for directory in (CHALLENGE, FRESH):
+        assert {f.stem for f in directory.glob("*.jsonl")} == DOMAINS, directory
     for f, n, d in _rows():
-        where = f"{f.name}:{n}"
+        where = f"{f.parent.name}/{f.name}:{n}"
         assert tuple(sorted(d)) == tuple(sorted(FIELDS)), where
         assert d["domain"] == f.stem and d["split"] == "test", where
         assert d["labels"] == sorted(set(d["labels"])) and set(d["labels"]) <= set(LABELS), where
@@ -45,6 +47,7 @@ def test_challenge_files_follow_the_schema():
         assert 3 <= len(d["text"].split()) <= 35, where
     examples = read_challenge(CHALLENGE)  # the reader's own checks, duplicates included
     assert len(examples) >= 600
+    assert len(read_challenge(FRESH)) >= 100
 
 
 def test_challenge_covers_every_label_domain_and_hard_cases():
@@ -61,8 +64,8 @@ def test_challenge_has_no_duplicates_and_no_overlap_with_the_main_corpus():
     seen: dict[str, str] = {}
     for f, n, d in _rows():
         key = _norm(d["text"])
-        assert key not in seen, f"{f.name}:{n} duplicates {seen.get(key)}"
-        seen[key] = f"{f.name}:{n}"
+        assert key not in seen, f"{f.parent.name}/{f.name}:{n} duplicates {seen.get(key)}"
+        seen[key] = f"{f.parent.name}/{f.name}:{n}"
     main = {_norm(e.text): e.source for e in read_corpus(CORPUS)}
     overlap = sorted(set(seen) & set(main))
     assert not overlap, [(seen[k], main[k]) for k in overlap[:5]]
