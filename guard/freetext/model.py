@@ -661,11 +661,12 @@ class _Windows(dict):
             rows, self._pending = self._pending, []
             evw, ext = _grown(old.evw, done, (), n), _grown(old.ext, done, (), n)
             evw[done:n], ext[done:n] = -np.inf, 0
-            with_units = [(i, r[2]) for i, r in enumerate(rows, done) if r[2] is not None]
-            if with_units:
-                at, units = zip(*with_units)
-                evw[at, :] = [[-np.inf if u is None else u[0] for u in us] for us in units]
-                ext[at, :] = [[(0, 0, 0, 0) if u is None else u[1:] for u in us] for us in units]
+            found = [(i, j, u) for i, r in enumerate(rows, done) if r[2] is not None for j, u in enumerate(r[2]) if u is not None]
+            if found:
+                at, label, units = zip(*found)
+                values = np.array(units)
+                evw[at, label] = values[:, 0]
+                ext[at, label] = values[:, 1:]
             self._arrays = _Arrays(
                 _grown(old.colflat, self._n_cols, flat), _grown(old.ptr, done, ptr), _grown(old.lens, done, lens),
                 _grown(old.flags, done, self.flags[done:n]), _grown(old.xlen, done, [r[0] for r in rows]),
