@@ -540,7 +540,9 @@ class _Windows(dict):
     #: Id of the pseudo-window holding only the bias column, which starts every sentence.
     BIAS = 0
     #: Above this many windows the cache starts afresh (checked between batches, so ids stay valid).
-    LIMIT = 1_000_000
+    #: A window costs about 1 KB with its share of spaCy's strings (measured: 38 MB traced for the
+    #: 40,892 windows of 31,000 distinct sentences), so the cache stays under about 200 MB.
+    LIMIT = 200_000
 
     def __init__(self, vocabulary: dict[str, int], wlist: list[list[float]], groups: frozenset[str], matcher: Any) -> None:
         super().__init__()

@@ -302,3 +302,20 @@ def test_no_whitespace_lies_beyond_the_table_of_spaces():
 
     _NonSpace(["a"])
     assert len(_NonSpace._SPACE) == 0x3002 and not any(chr(c).isspace() for c in range(0x3001, 0x110000))
+
+
+def test_window_cache_reset_changes_no_prediction(monkeypatch):
+    """A long-running process starts its window cache afresh past a bound; predictions must not notice."""
+    from guard.freetext import load
+    from guard.freetext.model import _Windows
+
+    texts = ["It arrived faster than usual.", "Your order {order_id} has 3 items.",
+             "Because of the storm, deliveries are late.", "Thanks for your patience."] * 3
+    reference = load().predict(texts)
+    clf = load()
+    monkeypatch.setattr(_Windows, "LIMIT", 5)
+    out = []
+    for t in texts:
+        out += clf.predict([t])
+        assert len(clf._windows) <= 5 + 40
+    assert [(r.labels, r.scores, r.spans) for r in out] == [(r.labels, r.scores, r.spans) for r in reference]
