@@ -65,6 +65,8 @@ def _bounded(d: Decimal, err: type[ValueError], what: str, value: Any) -> Decima
 
 
 def _integer_claim(value: Any, field: FieldPolicy, policy: Policy) -> int:
+    if type(value) is int:
+        return value
     if isinstance(value, bool):
         raise BadClaim(f"{value!r} is a boolean, not an integer")
     if isinstance(value, int):
@@ -79,6 +81,8 @@ def _integer_claim(value: Any, field: FieldPolicy, policy: Policy) -> int:
 
 
 def _integer_stored(value: Any, field: FieldPolicy, policy: Policy) -> int:
+    if type(value) is int:
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
         if isinstance(value, str) and _INT.fullmatch(value.strip()):
             return int(value.strip().replace(",", ""))

@@ -15,7 +15,7 @@ from guard.checker import ClaimResult, Status
 from guard.findings import Finding
 from guard.payload import Payload
 from guard.policy import Policy
-from guard.render import format_value, substitute, to_json
+from guard.render import format_value, formatter, substitute, to_json
 
 
 class Action(str, Enum):
@@ -125,11 +125,18 @@ def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
                         **common)
     values: dict[str, str] = {}
     citations = []
-    for r in results:
-        fp = policy.entities[r.entity].fields[r.field]
-        values[r.key] = format_value(r.actual, fp, policy)
-        citations.append({"key": r.key, "citation": r.citation,
-                          "updated_at": r.updated_at.isoformat() if r.updated_at else None})
+    formats: dict[tuple[str, str], Any] = {}
+    stamps: dict[int, str] = {}
+    for key, entity, _, name, _, _, _, _, actual, _, row_id, upd, _, _ in results:
+        fmt = formats.get((entity, name))
+        if fmt is None:
+            fmt = formats[entity, name] = formatter(policy.entities[entity].fields[name], policy)
+        values[key] = fmt(actual)
+        if upd is None:
+            stamp = None
+        elif (stamp := stamps.get(id(upd))) is None:
+            stamp = stamps[id(upd)] = upd.isoformat()
+        citations.append({"key": key, "citation": f"{entity}:{row_id}#{name}", "updated_at": stamp})
     return Decision(Action.ANSWER, text=substitute(payload.answer_template, values), citations=tuple(citations),
                     **common)
 

@@ -11,7 +11,7 @@ from datetime import date
 from decimal import Decimal
 from functools import lru_cache
 from zoneinfo import ZoneInfo
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from babel import Locale
 
@@ -36,12 +36,47 @@ def format_value(actual: Any, field: FieldPolicy, policy: Policy) -> str:
     >>> format_value(129900, FieldPolicy(type="money", currency="GBP"), p)
     '£1,299.00'
     """
-    return _format(field.type, field.currency, field.unit, policy.locale, policy.timezone, actual)
+    return formatter(field, policy)(actual)
 
 
-@lru_cache(maxsize=65536)
+_MEMO_SIZE = 4096
+_FORMATTERS: dict[tuple[Any, ...], Callable[[Any], str]] = {}
+
+
+def formatter(field: FieldPolicy, policy: Policy) -> Callable[[Any], str]:
+    """``format_value`` for one field, memoised: the same values (dates, small counts, statuses) recur.
+
+    Decimals are memoised by their exact digits (``Decimal("4.2") == Decimal("4.20")``), so the memo can
+    only ever return what Babel gives for those very digits.
+    """
+    spec = (field.type, field.currency, field.unit, policy.locale, policy.timezone)
+    fmt = _FORMATTERS.get(spec)
+    if fmt is not None:
+        return fmt
+    memo: dict[Any, str] = {}
+    exact = field.type is ClaimType.DECIMAL
+
+    def fmt(actual: Any) -> str:
+        k = (actual, str(actual)) if exact else actual
+        try:
+            text = memo.get(k)
+        except TypeError:
+            return _format(*spec, actual)
+        if text is None:
+            text = _format(*spec, actual)
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[k] = text
+        return text
+
+    if len(_FORMATTERS) >= 1024:
+        _FORMATTERS.clear()
+    _FORMATTERS[spec] = fmt
+    return fmt
+
+
 def _format(t: ClaimType, currency: str | None, unit: str | None, locale: str, tz: str, actual: Any) -> str:
-    """Babel formatting, memoised: the same values (dates, small counts, statuses) recur across answers."""
+    """Babel formatting of one value."""
     loc = _locale(locale)
     if t is ClaimType.MONEY:
         exponent = get_currency_precision(currency)
@@ -72,16 +107,34 @@ def to_json(actual: Any) -> Any:
 
 def substitute(template: str, values: Mapping[str, str]) -> str:
     """Replace every slot by ``values[name]``; literal text is kept, ``{{``/``}}`` unescaped."""
-    out = []
-    for piece in template_pieces(template):
-        if piece.slot is None:
-            out.append(piece.text)
-        elif piece.slot.name in values:
-            out.append(values[piece.slot.name])
-        else:
-            raise PayloadError(f"slot {{{piece.slot.name}}} at column {piece.slot.start + 1} has no claim with that "
-                               "key", location=f"answer_template:{piece.slot.start + 1}")
+    literals, names, starts = _layout(template)
+    try:
+        filled = [values[n] for n in names]
+    except KeyError:
+        missing = next(i for i, n in enumerate(names) if n not in values)
+        raise PayloadError(f"slot {{{names[missing]}}} at column {starts[missing] + 1} has no claim with that key",
+                           location=f"answer_template:{starts[missing] + 1}") from None
+    out = [literals[0]]
+    for text, literal in zip(filled, literals[1:]):
+        out.append(text)
+        out.append(literal)
     return "".join(out)
 
 
-__all__ = ["format_value", "to_json", "substitute"]
+@lru_cache(maxsize=4096)
+def _layout(template: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]:
+    """The template as literal runs around its slots: ``literals[0] slot0 literals[1] slot1 ...``."""
+    literals, names, starts, run = [], [], [], []
+    for piece in template_pieces(template):
+        if piece.slot is None:
+            run.append(piece.text)
+        else:
+            literals.append("".join(run))
+            run = []
+            names.append(piece.slot.name)
+            starts.append(piece.slot.start)
+    literals.append("".join(run))
+    return tuple(literals), tuple(names), tuple(starts)
+
+
+__all__ = ["format_value", "formatter", "to_json", "substitute"]

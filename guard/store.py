@@ -11,9 +11,9 @@ into :class:`guard.errors.StoreUnavailable` with a cause a person can read.
 from __future__ import annotations
 
 import re
-import time
+from functools import lru_cache
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc as sa_exc
@@ -49,6 +49,15 @@ class _Garbage(Exception):
     pass
 
 
+class _DriverError(Exception):
+    """A DBAPI error raised on the direct cursor path, with whether the driver called it a disconnect."""
+
+    def __init__(self, error: BaseException, disconnect: bool) -> None:
+        self.error, self.disconnect = error, disconnect
+
+
+
+
 def classify_error(exc: BaseException) -> str:
     text = f"{type(exc).__name__} {exc}"
     orig = getattr(exc, "orig", None)
@@ -62,39 +71,61 @@ def classify_error(exc: BaseException) -> str:
     return "error"
 
 
-def unavailable(exc: BaseException, where: str) -> StoreUnavailable:
-    cause = classify_error(exc)
+def unavailable(exc: BaseException, where: str, *, disconnect: bool = False) -> StoreUnavailable:
+    cause = "connection" if disconnect else classify_error(exc)
     err = StoreUnavailable(f"the system of record could not be reached: {_CAUSE_TEXT[cause]}", location=where)
     err.cause = cause  # type: ignore[attr-defined]
     return err
 
 
+_MAX_STATEMENTS = 2048
+
+
 @dataclass
 class _Lookup:
-    """What is read for one entity, and its statements compiled once per batch size."""
+    """What is read for one entity, and its statements compiled once per (batch size, scope, fields)."""
 
     entity: str
     policy: EntityPolicy
     id_kind: type
     scope_kind: type | None
-    selected: list[sa.ColumnElement[Any]]
+    columns: dict[str, sa.ColumnElement[Any]]
     id_col: sa.Column[Any]
     scope_col: sa.Column[Any] | None
-    names: tuple[str, ...]
-    compiled: dict[tuple[int, bool], tuple[str, tuple[str, ...] | None]] = field(default_factory=dict)
+    updated_col: sa.ColumnElement[Any] | None
+    compiled: dict[tuple[int, bool, tuple[str, ...]], tuple[str, tuple[str, ...], bool]] = field(default_factory=dict)
 
-    def statement(self, n: int, scoped: bool, dialect: Any) -> tuple[str, tuple[str, ...] | None]:
-        """SQL text and parameter order for ``n`` ids; table and column names come from the policy only."""
-        key = (n, scoped)
+    def statement(self, n: int, scoped: bool, fields: tuple[str, ...],
+                  dialect: Any) -> tuple[str, tuple[str, ...], bool]:
+        """SQL text, parameter names in order, and whether the driver takes them by position.
+
+        Names come from the policy only.
+
+        The select list is ``id, *fields, updated_at`` (the last only when the entity has one): reading
+        the columns a payload claims, not every whitelisted one, keeps the rows as small as the lookup.
+        """
+        key = (n, scoped, fields)
         hit = self.compiled.get(key)
         if hit is None:
-            stmt = sa.select(*self.selected).where(self.id_col.in_([sa.bindparam(f"id{i}") for i in range(n)]))
+            selected = [self.id_col.label(ID), *(self.columns[f] for f in fields)]
+            if self.updated_col is not None:
+                selected.append(self.updated_col)
+            stmt = sa.select(*selected).where(self.id_col.in_([sa.bindparam(f"id{i}") for i in range(n)]))
             if scoped and self.scope_col is not None:
                 stmt = stmt.where(self.scope_col == sa.bindparam("principal"))
             c = stmt.compile(dialect=dialect)
-            hit = (c.string, tuple(c.positiontup) if c.positional else None)
+            names = tuple(c.positiontup) if c.positional else self.canonical(n, scoped)
+            hit = (c.string, names, bool(c.positional))
+            if len(self.compiled) >= _MAX_STATEMENTS:
+                self.compiled.clear()
             self.compiled[key] = hit
         return hit
+
+    @staticmethod
+    @lru_cache(maxsize=1024)
+    def canonical(n: int, scoped: bool) -> tuple[str, ...]:
+        """Parameter names in the order the ids are given: ``id0 .. id{n-1}``, then ``principal``."""
+        return (*(f"id{i}" for i in range(n)), *(("principal",) if scoped else ()))
 
 
 def _python_type(col: sa.Column[Any]) -> type:
@@ -217,7 +248,7 @@ class RecordStore:
                 return cols[colname]
 
             id_col = col(ent.id, f"entities.{name}.id")
-            chosen: list[sa.ColumnElement[Any]] = []
+            chosen: dict[str, sa.ColumnElement[Any]] = {}
             for fname, fp in ent.fields.items():
                 c = col(ent.column(fname), f"entities.{name}.fields.{fname}")
                 if c is None:
@@ -227,17 +258,14 @@ class RecordStore:
                         "policy", f"column '{c.name}' is {c.type}, but a {fp.type.value} field needs an integer "
                                   "column" + (" of minor units" if fp.type is ClaimType.MONEY else ""),
                         f"entities.{name}.fields.{fname}"))
-                chosen.append(c.label(fname))
+                chosen[fname] = c.label(fname)
             upd = col(ent.updated_at, f"entities.{name}.updated_at") if ent.updated_at else None
             scope = col(ent.scope, f"entities.{name}.scope") if ent.scope else None
             if id_col is None or problems:
                 continue
-            selected = [id_col.label(ID), *chosen]
-            if upd is not None:
-                selected.append(upd.label(UPDATED_AT))
             lookups[name] = _Lookup(name, ent, _python_type(id_col),
-                                    _python_type(scope) if scope is not None else None, selected, id_col, scope,
-                                    tuple(c.name for c in selected))
+                                    _python_type(scope) if scope is not None else None, chosen, id_col, scope,
+                                    upd.label(UPDATED_AT) if upd is not None else None)
         if problems:
             raise PolicyError("the policy does not match the database", problems=problems)
         return lookups
@@ -262,43 +290,73 @@ class RecordStore:
         return not (isinstance(value, str) and "\x00" in value and self.engine.dialect.name == "postgresql")
 
     def id_key(self, entity: str, entity_id: Any) -> str | None:
-        """The key under which :meth:`fetch` returns the row for ``entity_id`` (None: cannot exist)."""
-        v = self._coerce(entity_id, self._lookups[entity].id_kind)
-        return None if v is None else str(v)
+        """The key under which :meth:`read` returns the row for ``entity_id`` (None: no row can have it)."""
+        return self.keyer(entity)(entity_id)
 
-    def fetch(self, entity: str, ids: Iterable[Any], principal: Any = None) -> dict[str, dict[str, Any]]:
-        """Rows of ``entity`` by id (as returned by :meth:`id_key`): ``{id: {field: value, ...}}``.
+    def keyer(self, entity: str) -> Callable[[Any], str | None]:
+        """:meth:`id_key` for one entity, as a function (the checker calls it once per claim)."""
+        kind = self._lookups[entity].id_kind
+        no_nul = self.engine.dialect.name == "postgresql"
+        coerce, storable = self._coerce, self._storable
 
-        With a principal and a scoped entity, rows outside the scope are simply
-        absent. Raises StoreUnavailable when the database cannot answer.
+        def key(entity_id: Any) -> str | None:
+            if kind is str and type(entity_id) is str and not (no_nul and "\x00" in entity_id):
+                return entity_id
+            v = coerce(entity_id, kind)
+            if v is None or not storable(v):
+                return None
+            return v if isinstance(v, str) else str(v)
+
+        return key
+
+    def fields(self, entity: str) -> tuple[str, ...]:
+        """The entity's readable fields in policy order (the order :meth:`read` selects them in)."""
+        return tuple(self._lookups[entity].columns)
+
+    def read(self, entity: str, keys: Iterable[str], fields: Iterable[str] | None = None,
+             principal: Any = None) -> dict[str, Sequence[Any]]:
+        """Rows of ``entity`` by id key (from :meth:`id_key`) as sequences ``(id, *fields, updated_at)``.
+
+        ``fields`` (default: all readable ones) must be whitelisted fields of the
+        entity; ``updated_at`` is the last item when the entity has one. With a
+        principal and a scoped entity, rows outside the scope are simply absent.
+        Raises StoreUnavailable when the database cannot answer.
         """
         lk = self._lookups[entity]
-        bound = sorted({v for v in (self._coerce(i, lk.id_kind) for i in ids) if self._storable(v)}, key=str)
+        wanted = tuple(lk.columns) if fields is None else tuple(f for f in lk.columns if f in set(fields))
+        if lk.id_kind is int:
+            bound = list(dict.fromkeys(int(k) for k in keys if _INT.match(k)))
+        else:
+            bound = list(dict.fromkeys(keys))
         if not bound:
             return {}
-        principal_value = None
         scoped = lk.scope_col is not None and principal is not None
+        principal_value = None
         if scoped:
             principal_value = self._coerce(principal, lk.scope_kind or str)
             if not self._storable(principal_value):
                 return {}
-        out: dict[str, dict[str, Any]] = {}
-        names = lk.names
+        out: dict[str, Sequence[Any]] = {}
+        dialect = self.engine.dialect
         try:
-            with self.engine.connect() as conn:
-                for k in range(0, len(bound), self.batch_size):
-                    chunk = bound[k : k + self.batch_size]
-                    sql, order = lk.statement(len(chunk), scoped, self.engine.dialect)
-                    values = {f"id{i}": v for i, v in enumerate(chunk)}
-                    if scoped:
-                        values["principal"] = principal_value
-                    params: Any = tuple(values[n] for n in order) if order is not None else values
-                    for row in conn.exec_driver_sql(sql, params).fetchall():
-                        rec = dict(zip(names, row))
-                        key = str(rec[ID])
-                        if key in out:
-                            raise _Garbage("id is not unique")
-                        out[key] = rec
+            for k in range(0, len(bound), self.batch_size):
+                chunk = bound[k : k + self.batch_size]
+                sql, names, positional = lk.statement(len(chunk), scoped, wanted, dialect)
+                values = [*chunk, principal_value] if scoped else chunk
+                if not positional:
+                    params: Any = dict(zip(names, values))
+                elif names == lk.canonical(len(chunk), scoped):
+                    params = tuple(values)
+                else:
+                    by_name = dict(zip(lk.canonical(len(chunk), scoped), values))
+                    params = tuple(by_name[n] for n in names)
+                rows = self._execute(sql, params)
+                got = {r[0] if type(r[0]) is str else str(r[0]): r for r in rows}
+                if len(got) != len(rows) or (out and not got.keys().isdisjoint(out)):
+                    raise _Garbage("id is not unique")
+                out.update(got)
+        except _DriverError as exc:
+            raise unavailable(exc.error, f"entity '{entity}'", disconnect=exc.disconnect) from None
         except sa_exc.SQLAlchemyError as exc:
             raise unavailable(exc, f"entity '{entity}'") from None
         except _Garbage as exc:
@@ -307,6 +365,53 @@ class RecordStore:
             err.cause = "garbage"  # type: ignore[attr-defined]
             raise err from None
         return out
+
+    def _instrumented(self) -> bool:
+        """Whether someone listens to this engine's statements (tracing, auditing, tests counting queries)."""
+        d = self.engine.dispatch
+        return bool(d.before_cursor_execute or d.after_cursor_execute or d.before_execute or d.after_execute)
+
+    def _execute(self, sql: str, params: Any) -> list[Any]:
+        """One statement on a pooled connection.
+
+        An instrumented engine is read through SQLAlchemy's Connection so every
+        listener sees the statement; otherwise the pooled DBAPI cursor is used
+        directly (same SQL, same parameters, without the result machinery that
+        costs as much as the lookup itself). A connection the driver reports as
+        disconnected is invalidated, so the pool does not hand it out again.
+        """
+        if self._instrumented():
+            with self.engine.connect() as conn:
+                return conn.exec_driver_sql(sql, params).fetchall()
+        try:
+            conn = self.engine.raw_connection()
+        except self._dbapi_error as exc:
+            raise _DriverError(exc, True) from None
+        cur = None
+        try:
+            cur = conn.cursor()
+            cur.execute(sql, params)
+            rows = cur.fetchall()
+            cur.close()
+            return rows
+        except self._dbapi_error as exc:
+            disconnect = self.engine.dialect.is_disconnect(exc, conn.dbapi_connection, cur)
+            if disconnect:
+                conn.invalidate(exc)
+            raise _DriverError(exc, disconnect) from None
+        finally:
+            conn.close()
+
+    @property
+    def _dbapi_error(self) -> type[BaseException]:
+        return self.engine.dialect.loaded_dbapi.Error
+
+    def fetch(self, entity: str, ids: Iterable[Any], principal: Any = None) -> dict[str, dict[str, Any]]:
+        """Rows of ``entity`` by id key as mappings of every readable field (plus ``__id__``, ``__updated_at__``)."""
+        lk = self._lookups[entity]
+        keys = [k for k in (self.id_key(entity, i) for i in ids) if k is not None]
+        names = (ID, *lk.columns, *((UPDATED_AT,) if lk.updated_col is not None else ()))
+        return {k: dict(zip(names, row)) for k, row in self.read(entity, keys, None, principal).items()}
 
     def scoped(self, entity: str) -> bool:
         return self._lookups[entity].scope_col is not None

@@ -43,7 +43,6 @@ def mask_slots(text: str) -> str:
 _CONDITION = frozenset({"if", "once", "unless", "whenever", "when", "until"})
 _MODAL = frozenset({"will", "'ll", "would", "wo", "may", "might", "can", "could", "must", "'d", "ca", "should", "shall"})
 _LEAD_REASON = frozenset({"since", "as", "because", "given", "now"})
-_CLAUSE_WORDS = _CONDITION | _LEAD_REASON
 
 
 class Lex:
@@ -55,11 +54,11 @@ class Lex:
         self.text, self.lower, self.lemma, self.abs = text, lower, lemma, abs_
         self.uni, self.keys, self.space, self.punct, self.slot = uni, keys, space, punct, slot
         self.m = m
-        #: LONG: may start a long pattern; CLAUSE: may trigger a clause feature
-        self.flags = (LONG if m[3] else 0) | (CLAUSE if lower in _CLAUSE_WORDS else 0)
+        #: LONG: may start a long pattern; COND: a condition word; LEAD: may open a reason clause
+        self.flags = (LONG if m[3] else 0) | (COND if lower in _CONDITION else 0) | (LEAD if lower in _LEAD_REASON else 0)
 
 
-LONG, CLAUSE = 1, 2
+LONG, COND, LEAD = 1, 2, 4
 
 
 #: Sentence boundaries, as lexemes, for the bigram features.

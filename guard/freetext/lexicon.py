@@ -230,6 +230,11 @@ class FastMatcher:
                 out.append((name, n))
         return tuple(out)
 
+    def may_start_long(self, a: tuple, b: tuple, x: tuple) -> bool:
+        """Whether a variant longer than SHORT may match from a on: its first three conditions hold
+        for a, b, x (so :meth:`find_long` runs only for sentences holding such a window)."""
+        return any(cids[1] in b[0] and cids[2] in x[0] for _, cids in a[3])
+
     def find_long(self, states: Sequence[tuple]) -> list[tuple[str, int, int]]:
         """Matches of the variants longer than SHORT."""
         n = len(states)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 
 import pytest
@@ -153,3 +153,42 @@ def test_integer_comparison_is_equality(a, b):
     f = FieldPolicy(type="integer")
     assert matches(a, b, f, pol()) == (a == b)
     assert matches(str(a), b, f, pol()) == (a == b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)),
+       st.sampled_from([None, timezone.utc, timezone(timedelta(hours=5, minutes=30)), timezone(-timedelta(hours=8))]),
+       st.sampled_from(["UTC", "Europe/London", "Asia/Tokyo"]),
+       st.sampled_from(["object", "iso", "space", "date", "z"]))
+def test_stored_update_times_read_as_the_reference_reading(dt, offset, db_tz, form):
+    """The checker's fast reading of ``updated_at`` equals fromisoformat + replace(tzinfo) + astimezone(UTC)."""
+    from zoneinfo import ZoneInfo
+
+    from guard.checker import _UTC_NAMES, _aware
+
+    value = dt.replace(tzinfo=offset)
+    if form == "object":
+        raw = value
+    elif form == "iso":
+        raw = value.isoformat()
+    elif form == "space":
+        raw = value.isoformat(sep=" ")
+    elif form == "date":
+        raw, value = value.date().isoformat(), datetime.combine(value.date(), datetime.min.time())
+    else:
+        if offset is not timezone.utc:
+            return
+        raw = value.replace(tzinfo=None).isoformat() + "Z"
+    tz = ZoneInfo(db_tz)
+    expected = (value if value.tzinfo else value.replace(tzinfo=tz)).astimezone(timezone.utc)
+    got = _aware(raw, tz, db_tz in _UTC_NAMES)
+    assert got == expected and got.utcoffset() == timedelta(0)
+
+
+def test_unreadable_update_times_are_none():
+    from zoneinfo import ZoneInfo
+
+    from guard.checker import _aware
+
+    for raw in ("garbage", "2026-13-01", 5, None, b"2026-08-01"):
+        assert _aware(raw, ZoneInfo("UTC"), True) is None

@@ -212,3 +212,83 @@ def test_garbage_in_the_database_is_refused_as_unreachable(tmp_path):
         assert [r.status for r in d.results] == [Status.UNAVAILABLE, Status.UNAVAILABLE]
         assert all(r.cause == "garbage" for r in d.results)
         assert "system of record could not be reached" in d.message
+
+
+def _decisions(demo_db):
+    return {name: run(demo_db, p) for name, p in demo.payloads().items()}
+
+
+def test_direct_cursor_path_equals_the_instrumented_path(demo_db):
+    """Without statement listeners guard reads through the pooled DBAPI cursor; with one, through SQLAlchemy's
+    Connection. Both must give the same results on every backend."""
+    url, policy, store = demo_db
+    assert not store._instrumented()
+    direct = _decisions(demo_db)
+    seen: list[str] = []
+    sa.event.listen(store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    try:
+        assert store._instrumented()
+        instrumented = _decisions(demo_db)
+    finally:
+        store.engine.dispatch.before_cursor_execute.clear()
+    assert seen, "the listener saw no statement"
+    assert {n: d.action for n, d in direct.items()} == {n: d.action for n, d in instrumented.items()}
+    assert {d.action for d in direct.values()} >= {Action.ANSWER, Action.REFUSE, Action.REGENERATE}
+    for name in direct:
+        a, b = direct[name], instrumented[name]
+        assert [r._replace(latency_ms=0) for r in a.results] == [r._replace(latency_ms=0) for r in b.results]
+        assert (a.text, a.citations, a.message, a.facts) == (b.text, b.citations, b.message, b.facts)
+
+
+def test_direct_path_reads_only_the_claimed_columns_in_one_statement(tmp_path):
+    """Counted by SQLite's own trace hook, which sees what the driver runs whichever path guard takes."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    demo.build(url, n_orders=50, n_customers=10).dispose()
+    policy = demo.policy()
+    store = RecordStore(url, policy)
+    traced: list[str] = []
+
+    @sa.event.listens_for(store.engine, "connect")
+    def trace(dbapi_conn, record):
+        dbapi_conn.set_trace_callback(traced.append)
+
+    store.engine.dispose()
+    try:
+        claims = [{"key": f"k{i}", "type": "integer", "entity": "order", "entity_id": demo.order_id(i),
+                   "field": "line_count", "value": 1} for i in range(30)]
+        claims.append({"key": "eta", "type": "date", "entity": "order", "entity_id": demo.order_id(3),
+                       "field": "estimated_delivery", "value": "2026-08-03"})
+        p = {"answer_template": " ".join("{" + c["key"] + "}" for c in claims), "claims": claims}
+        assert not store._instrumented()
+        d = verify(p, policy, store, principal=demo.customer_id(0), now=demo.NOW)
+        selects = [s for s in traced if s.lstrip().upper().startswith("SELECT")]
+        assert len(selects) == 1
+        head = selects[0].split("WHERE")[0]
+        for col in ("line_count", "estimated_delivery", "updated_at"):
+            assert col in head
+        for col in ("weight_kg", "total_minor", "status", "shipped_at"):
+            assert col not in head
+        assert len(d.results) == 31
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mariadb"])
+def test_a_pooled_connection_closed_under_guard_is_replaced_on_the_direct_path(backend, tmp_path_factory, request):
+    """Pre-ping runs at checkout, so the direct cursor path never uses a connection the server has dropped."""
+    from tests.conftest import _worker, backend_url
+
+    url = backend_url(backend, tmp_path_factory, _worker(request), "direct_path")
+    demo.build(url, n_orders=60, n_customers=20).dispose()
+    policy = demo.policy()
+    store = RecordStore(url, policy)
+    try:
+        assert run((url, policy, store), demo.payloads()["answer"]).action is Action.ANSWER
+        raw = store.engine.raw_connection()
+        victim = raw.dbapi_connection
+        raw.close()
+        victim.close()
+        assert not store._instrumented()
+        assert run((url, policy, store), demo.payloads()["answer"]).action is Action.ANSWER
+    finally:
+        store.close()

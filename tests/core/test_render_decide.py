@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from guard import demo
 from guard.checker import ClaimResult, Status
 from guard.decide import Action, decide, refusal_sentence
-from guard.errors import GuardError
+from guard.errors import GuardError, PayloadError
 from guard.payload import load_payload
 from guard.policy import FieldPolicy, Policy
 from guard.render import format_value, substitute
@@ -120,3 +120,38 @@ def test_answer_only_when_every_claim_confirmed(sqlite_demo):
     assert d.action is Action.REFUSE
     assert d.unverified == ("extra",)
     assert [w.code for w in d.warnings] == ["F108"]
+
+
+_LITERAL = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12).map(
+    lambda t: t.replace("{", "{{").replace("}", "}}"))
+_NAMES = st.sampled_from(["a", "b", "order_id", "_x1", "eta"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_LITERAL, _NAMES), max_size=8), _LITERAL,
+       st.dictionaries(_NAMES, st.text(max_size=10), min_size=5))
+def test_substitute_equals_str_format_on_safe_templates(runs, tail, values):
+    """The precomputed layout renders exactly what str.format would for plain slots (escaped braces included)."""
+    template = "".join(lit + "{" + name + "}" for lit, name in runs) + tail
+    assert substitute(template, values) == template.format(**values)
+
+
+def test_substitute_names_the_first_slot_without_a_value():
+    with pytest.raises(PayloadError) as err:
+        substitute("a {x} b {y} c {z}", {"x": "1"})
+    assert "{y}" in err.value.message and "column 9" in err.value.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-10**6, max_value=10**6))
+def test_decimal_rendering_keeps_the_stored_digits_whatever_was_rendered_before(d):
+    """``Decimal('4.2') == Decimal('4.20')``: a memo keyed by value alone would render one as the other."""
+    from guard.render import _format
+
+    f = FieldPolicy(type="decimal", unit="kg")
+    p = pol()
+    longer = d.quantize(Decimal("0.0001"))
+    format_value(d, f, p)
+    assert format_value(longer, f, p) == _format(f.type, f.currency, f.unit, p.locale, p.timezone, longer)
+    assert format_value(d, f, p) == _format(f.type, f.currency, f.unit, p.locale, p.timezone, d)
+

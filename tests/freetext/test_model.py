@@ -216,17 +216,17 @@ def _reference_spans(clf, text, labels, top=3):
 
     toks = clf._linguistics.tokens(text)
     lexes = [x for x, _, _ in toks]
-    wins: list = []
-    long_matches = clf._tail(lexes, clf._walk(lexes, [], wins), [])
+    window_ids = clf._window_ids(lexes)[1:]  # one per token and the sentence end, after the bias
+    long_matches = clf._ling.matcher.find_long([x.m for x in lexes]) if "patterns" in clf.groups else []
     js = [clf.labels.index(lab) for lab in labels]
     cands: dict[int, list] = {j: [] for j in js}
-    for i, win in enumerate(wins):
-        ev = win[2] or clf._window_evidence(win)
+    for i, wid in enumerate(window_ids):
+        ev = clf._windows.units[wid]
         for j in js:
             if ev[j] is not None:
                 cands[j].append((ev[j][0], i + ev[j][1], i + ev[j][2]))
     for name, s, e in long_matches:
-        w = clf._weight(clf._pattern_columns(name))
+        w = clf._weight(clf._windows.pattern_columns(name))
         for j in js:
             if w[j] >= MIN_EVIDENCE:
                 cands[j].append((w[j], s, e))
@@ -255,3 +255,67 @@ def test_spans_equal_the_reference_computation_on_the_whole_corpus(shipped, corp
     texts = [e.text for e in corpus_examples] + ["Update: " + e.text for e in corpus_examples[::3]]
     for p in shipped.predict(texts):
         assert p.spans == (_reference_spans(shipped, p.text, p.labels) if p.labels else {}), p.text
+
+
+_PIECES = ["It", "arrived", "faster", "than", "usual", "because", "of", "the", "storm", "3", "items", "two", "days",
+           "as", "if", "we", "'ll", "{x}", "{ n days }", "{", "}", "\ue000", ",", ".", ":", "-", ")", "'", "cause",
+           "é", "😀", " ", "  ", "\t", "\n", "\xa0", "\u2009", "\u3000", "\x85", "\x1c"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join), min_size=1, max_size=4))
+def test_offsets_from_the_chunk_layout_equal_spacy_offsets_and_spans_equal_the_reference(shipped, texts):
+    from guard.freetext.model import _NonSpace
+
+    ling = shipped._linguistics
+    chars = _NonSpace(texts)
+    for k, (text, lexes) in enumerate(zip(texts, ling.fast_lexes(texts))):
+        lens = [len(x.text) for x in lexes]
+        assert chars.count[k] == sum(lens), text
+        before = np.cumsum([0] + lens[:-1]) if lens else np.zeros(0, dtype=np.intp)
+        found = chars.offsets(np.full(len(lens), k), before, np.ones(len(lens), dtype=bool)).tolist()
+        assert found == [s for _, s, _ in ling.tokens(text)], text
+    for p in shipped.predict(texts):
+        assert p.spans == (_reference_spans(shipped, p.text, p.labels) if p.labels else {}), p.text
+    _assert_both_paths_agree(shipped, texts)
+
+
+def _assert_both_paths_agree(clf, texts):
+    """Columns and spans (of every label) drawn text by text equal those drawn in bulk."""
+    with clf._guard():
+        batch = clf._batch(texts)
+        each = clf._gather_each(batch.ids.tolist(), batch.starts.tolist(), batch.lexes, {})
+        bulk = clf._gather_bulk(batch.ids, batch.starts, batch.lexes, {})
+        assert each[0].tolist() == bulk[0].tolist() and list(each[1]) == bulk[1].tolist()
+        codes = np.full(len(texts), (1 << len(clf.labels)) - 1, dtype=np.intp)
+        assert clf._spans_each(texts, batch, codes) == clf._spans_bulk(texts, batch, codes)
+
+
+def test_text_by_text_and_bulk_paths_agree_on_the_corpus(shipped, corpus_examples):
+    texts = [e.text for e in corpus_examples] + ["", "   ", "{a}{b}", "  Faster\tthan {x} ,  because . "]
+    assert len(texts) >= shipped.BULK
+    _assert_both_paths_agree(shipped, texts)
+
+
+def test_no_whitespace_lies_beyond_the_table_of_spaces():
+    from guard.freetext.model import _NonSpace
+
+    _NonSpace(["a"])
+    assert len(_NonSpace._SPACE) == 0x3002 and not any(chr(c).isspace() for c in range(0x3001, 0x110000))
+
+
+def test_window_cache_reset_changes_no_prediction(monkeypatch):
+    """A long-running process starts its window cache afresh past a bound; predictions must not notice."""
+    from guard.freetext import load
+    from guard.freetext.model import _Windows
+
+    texts = ["It arrived faster than usual.", "Your order {order_id} has 3 items.",
+             "Because of the storm, deliveries are late.", "Thanks for your patience."] * 3
+    reference = load().predict(texts)
+    clf = load()
+    monkeypatch.setattr(_Windows, "LIMIT", 5)
+    out = []
+    for t in texts:
+        out += clf.predict([t])
+        assert len(clf._windows) <= 5 + 40
+    assert [(r.labels, r.scores, r.spans) for r in out] == [(r.labels, r.scores, r.spans) for r in reference]
