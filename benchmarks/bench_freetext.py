@@ -5,6 +5,7 @@ Measures, on this machine (2 cores; prediction runs in one process):
     (labels and scores) and ``predict`` (plus evidence spans): best of N passes
     over --sentences distinct sentences (the corpus sentences, each also behind a
     few short openers such as "Update: ", so no sentence repeats);
+  * ``predict`` called on batches of 5 sentences, as the lint stage calls it per template;
   * the same on a cold process: the first pass over the distinct corpus sentences;
   * ``guard classify`` on --sentences lines (JSON Lines out) against a process
     that only tokenizes the same lines;
@@ -100,13 +101,20 @@ def main() -> None:
         for _ in nlp.tokenizer.pipe(texts):
             pass
 
-    runs: dict[str, list[tuple[float, float]]] = {"tok": [], "proba": [], "predict": []}
+    small = [texts[i:i + 5] for i in range(0, min(n, 4000), 5)]
+
+    def predict_small():
+        for batch in small:
+            clf.predict(batch)
+
+    runs: dict[str, list[tuple[float, float]]] = {"tok": [], "proba": [], "predict": [], "small": []}
     for _ in range(args.repeat):  # interleaved, so that load from other processes hits all alike
         runs["tok"].append(rates(tokenize, n))
         runs["proba"].append(rates(lambda: clf.predict_proba(texts), n))
         runs["predict"].append(rates(lambda: clf.predict(texts), n))
-    (tok, tok_cpu), (proba, proba_cpu), (pred, pred_cpu) = (
-        (max(r[0] for r in runs[k]), max(r[1] for r in runs[k])) for k in ("tok", "proba", "predict"))
+        runs["small"].append(rates(predict_small, sum(map(len, small))))
+    (tok, tok_cpu), (proba, proba_cpu), (pred, pred_cpu), (small_r, small_cpu) = (
+        (max(r[0] for r in runs[k]), max(r[1] for r in runs[k])) for k in ("tok", "proba", "predict", "small"))
 
     # -- a fresh process, first pass over distinct sentences ---------------------------
     cold = run_py(f"""
@@ -151,6 +159,8 @@ def main() -> None:
          f"{tok / proba:.2f}x floor time; CPU time: {proba_cpu:,.0f}/s, {tok_cpu / proba_cpu:.2f}x floor"),
         ("predict (labels + scores + spans), wall", f"{pred:,.0f}/s",
          f"{tok / pred:.2f}x floor time; CPU time: {pred_cpu:,.0f}/s, {tok_cpu / pred_cpu:.2f}x floor"),
+        ("predict, batches of 5 (the lint stage), wall", f"{small_r:,.0f}/s",
+         f"{tok / small_r:.2f}x floor time; CPU time: {small_cpu:,.0f}/s, {tok_cpu / small_cpu:.2f}x floor"),
         (f"cold process, first pass over {cold['n']} distinct: tokenizer", f"{cold['tok']:,.0f}/s", ""),
         ("cold process, first pass: predict", f"{cold['predict']:,.0f}/s", f"{cold['tok'] / cold['predict']:.2f}x floor time"),
         (f"guard classify, {n} lines, wall", f"{cli_wall:.2f} s", f"{cli_wall / tok_wall:.2f}x the tokenize-only process ({tok_wall:.2f} s)"),
