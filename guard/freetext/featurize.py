@@ -264,7 +264,7 @@ class Linguistics:
             prev = None
             for c in masked.split():
                 hit = chunks.get(c) or chunk(c)
-                if hit[1] is not None and prev is not None and (prev, hit[1]) in pairs:
+                if hit[1] and prev and any((a, b) in pairs for a in prev for b in hit[1]):
                     out = [x for x in [get(o) or make(o) for o in tokenizer(masked).to_array(ORTH).tolist()] if not x.space]
                     break
                 out += hit[0]
@@ -272,14 +272,18 @@ class Linguistics:
             yield out
 
     def _chunk(self, text: str) -> tuple:
-        """(non-space lexemes, first token text, last token text) of one chunk; either text is None
-        when it cannot be part of a special case's pair."""
+        """(non-space lexemes, first token texts, last token texts) of one chunk.
+
+        The first and last texts are those that can be part of a special case's pair, taken from
+        the chunk's tokens and from its tokens without special cases (spaCy matches special cases
+        over those: ": ):" is ":", ")", ":" because ":)" wins over "):"); empty when none can."""
         if len(self.chunks) > 500_000:
             self.chunks.clear()
         toks = [t.text for t in self.tokenizer(text)]
         lexes = [x for x in (self.lex(self.strings[t]) for t in toks) if not x.space]
-        first = toks[0] if toks and toks[0] in self._right else None
-        last = toks[-1] if toks and toks[-1] in self._left else None
+        bare = [t.text for t in self._bare(text)]
+        first = tuple({*toks[:1], *bare[:1]} & self._right)
+        last = tuple({*toks[-1:], *bare[-1:]} & self._left)
         value = self.chunks[text] = (lexes, first, last)
         return value
 
@@ -290,6 +294,7 @@ class Linguistics:
         t = self.tokenizer
         bare = Tokenizer(self.vocab, rules={}, prefix_search=t.prefix_search, suffix_search=t.suffix_search,
                          infix_finditer=t.infix_finditer, token_match=t.token_match, url_match=t.url_match)
+        self._bare = bare
         pairs = set()
         for s in t.rules:
             toks = [x.text for x in bare(s)]

@@ -146,7 +146,7 @@ def test_chunk_cached_tokens_equal_spacy_tokens_on_corpus(corpus_examples):
     ling = linguistics(default_lexicon())
     openers = ("", "' ", ":-  ")
     texts = [o + e.text for o in openers for e in corpus_examples]
-    texts += TEXTS + ["", "   ", "\t\n", "{a}{b}", "It's 'cause of the storm ' cause :- ) :-)", "a.m. 10 a.m. 10a.m. p.m.", "--  -_-  ''"]
+    texts += TEXTS + ["", "   ", "\t\n", "{a}{b}", ": ):cause", "(: ):", "It's 'cause of the storm ' cause :- ) :-)", "a.m. 10 a.m. 10a.m. p.m.", "--  -_-  ''"]
     assert [[x.text for x in lx] for lx in ling.fast_lexes(texts)] == _tokenizer_lexes(ling, texts)
 
 
