@@ -93,11 +93,12 @@ class _Lookup:
     id_col: sa.Column[Any]
     scope_col: sa.Column[Any] | None
     updated_col: sa.ColumnElement[Any] | None
-    compiled: dict[tuple[int, bool, tuple[str, ...]], tuple[str, tuple[str, ...], bool]] = field(default_factory=dict)
+    compiled: dict[tuple[int, bool, tuple[str, ...]], tuple[str, tuple[str, ...], str]] = field(default_factory=dict)
 
     def statement(self, n: int, scoped: bool, fields: tuple[str, ...],
-                  dialect: Any) -> tuple[str, tuple[str, ...], bool]:
-        """SQL text, parameter names in order, and whether the driver takes them by position.
+                  dialect: Any) -> tuple[str, tuple[str, ...], str]:
+        """SQL text, parameter names in order, and how the driver takes them: ``named``, or by position
+        in the order the ids are ``given`` (then the principal), or ``reordered``.
 
         Names come from the policy only.
 
@@ -115,7 +116,8 @@ class _Lookup:
                 stmt = stmt.where(self.scope_col == sa.bindparam("principal"))
             c = stmt.compile(dialect=dialect)
             names = tuple(c.positiontup) if c.positional else self.canonical(n, scoped)
-            hit = (c.string, names, bool(c.positional))
+            mode = "named" if not c.positional else "given" if names == self.canonical(n, scoped) else "reordered"
+            hit = (c.string, names, mode)
             if len(self.compiled) >= _MAX_STATEMENTS:
                 self.compiled.clear()
             self.compiled[key] = hit
@@ -196,6 +198,7 @@ class RecordStore:
             db, statement_timeout=statement_timeout, connect_timeout=connect_timeout, pool_size=pool_size)
         self.batch_size = 500
         self._built: dict[str, _Lookup] | None = None
+        self._keyers: dict[str, Callable[[Any], str | None]] = {}
         try:
             self._built = self._build()
         except StoreUnavailable:
@@ -294,7 +297,10 @@ class RecordStore:
         return self.keyer(entity)(entity_id)
 
     def keyer(self, entity: str) -> Callable[[Any], str | None]:
-        """:meth:`id_key` for one entity, as a function (the checker calls it once per claim)."""
+        """:meth:`id_key` for one entity, as a function (the checker calls it once per claim); built once."""
+        hit = self._keyers.get(entity)
+        if hit is not None:
+            return hit
         kind = self._lookups[entity].id_kind
         no_nul = self.engine.dialect.name == "postgresql"
         coerce, storable = self._coerce, self._storable
@@ -307,6 +313,7 @@ class RecordStore:
                 return None
             return v if isinstance(v, str) else str(v)
 
+        self._keyers[entity] = key
         return key
 
     def fields(self, entity: str) -> tuple[str, ...]:
@@ -323,7 +330,11 @@ class RecordStore:
         Raises StoreUnavailable when the database cannot answer.
         """
         lk = self._lookups[entity]
-        wanted = tuple(lk.columns) if fields is None else tuple(f for f in lk.columns if f in set(fields))
+        if fields is None:
+            wanted = tuple(lk.columns)
+        else:
+            asked = set(fields)
+            wanted = tuple(f for f in lk.columns if f in asked)
         if lk.id_kind is int:
             bound = list(dict.fromkeys(int(k) for k in keys if _INT.match(k)))
         else:
@@ -341,11 +352,11 @@ class RecordStore:
         try:
             for k in range(0, len(bound), self.batch_size):
                 chunk = bound[k : k + self.batch_size]
-                sql, names, positional = lk.statement(len(chunk), scoped, wanted, dialect)
+                sql, names, mode = lk.statement(len(chunk), scoped, wanted, dialect)
                 values = [*chunk, principal_value] if scoped else chunk
-                if not positional:
+                if mode == "named":
                     params: Any = dict(zip(names, values))
-                elif names == lk.canonical(len(chunk), scoped):
+                elif mode == "given":
                     params = tuple(values)
                 else:
                     by_name = dict(zip(lk.canonical(len(chunk), scoped), values))
