@@ -7,14 +7,32 @@ import time
 from typing import Callable
 
 
-def rate(fn: Callable[[], object], seconds: float) -> float:
+def rate(fn: Callable[[], object], seconds: float, warm: bool = True) -> float:
     """Calls per second of ``fn`` over about ``seconds`` (after one warm-up call)."""
-    fn()
+    if warm:
+        fn()
     n, t0 = 0, time.perf_counter()
     while (elapsed := time.perf_counter() - t0) < seconds:
         fn()
         n += 1
     return n / elapsed
+
+
+def rates(fns: dict[str, Callable[[], object]], seconds: float, rounds: int = 10) -> dict[str, float]:
+    """Calls per second of each function, measured in interleaved rounds; each keeps its best round.
+
+    On a shared machine the speed drifts over seconds. Measuring one function
+    for the whole budget, then the next, puts that drift into their ratio;
+    taking turns puts every contender in every period, and the best round
+    (like ``timeit``'s minimum) is the one least disturbed.
+    """
+    for fn in fns.values():
+        fn()
+    best = dict.fromkeys(fns, 0.0)
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            best[name] = max(best[name], rate(fn, seconds / rounds, warm=False))
+    return best
 
 
 def options(description: str | None = None) -> argparse.Namespace:

@@ -8,7 +8,9 @@ raw ``sqlite3`` running the batched lookup guard runs (the ids, the claimed
 column and ``updated_at``, which every citation carries); ``floor-2`` reads
 only the id and the claimed column. The last line repeats one payload (the
 rows stay hot in SQLite's page cache, the floor's best case). Prints checks/s and the ratios the issue
-sets targets for (at 50 claims: guard >= 5x naive, guard within 2x of the floor).
+sets targets for (at 50 claims: guard >= 5x naive, guard within 2x of the floor). The four contenders take
+turns in ten rounds and each keeps its best round, so a machine that slows down for a while slows all
+of them.
 
     .venv/bin/python benchmarks/bench_check.py [--rows 100000] [--seconds 2]
 """
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from _common import options, rate
+from _common import options, rates
 from guard import demo
 from guard.checker import check
 from guard.compare import matches, normalise_stored
@@ -92,7 +94,8 @@ def main() -> None:
         def floor2() -> None:
             assert len(conn.execute(sql2, next_ids()).fetchall()) == n
 
-        g, nv, fl, fl2 = (rate(f, args.seconds) for f in (guard_check, naive, floor, floor2))
+        got = rates({"guard": guard_check, "naive": naive, "floor": floor, "floor2": floor2}, args.seconds)
+        g, nv, fl, fl2 = got["guard"], got["naive"], got["floor"], got["floor2"]
         label = f"{n}" if pool > 1 else f"{n}*"
         print(f"{label:>6} {g:>10.0f} {nv:>10.0f} {fl:>10.0f} {fl2:>10.0f} {g / nv:>11.1f}x {fl / g:>11.2f}x "
               f"{fl2 / g:>13.2f}x")

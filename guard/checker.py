@@ -12,9 +12,12 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from enum import Enum
-from typing import Any, Callable, NamedTuple
+from functools import partial
+from itertools import repeat
+from operator import itemgetter
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
-from guard.compare import COMPARATORS, BadClaim, BadStored, _exact
+from guard.compare import COMPARATORS, BadClaim, BadStored, Batch, _all, _exact
 from guard.errors import StoreUnavailable
 from guard.payload import Claim, ClaimType, Payload
 from guard.policy import FieldPolicy, Policy
@@ -55,6 +58,8 @@ class ClaimResult(NamedTuple):
     updated_at: datetime | None = None
     latency_ms: float = 0.0
     cause: str = ""
+    updated_iso: str | None = None
+    """``updated_at`` as the ISO 8601 text a citation carries, made once per row."""
 
     @property
     def citation(self) -> str | None:
@@ -84,6 +89,7 @@ class _Field:
     stored: Callable[[Any, FieldPolicy, Policy], Any]
     equal: Callable[[Any, Any, FieldPolicy], bool]
     freshness: timedelta | None
+    batch: Batch | None
 
 
 _PLANS: dict[int, tuple[Policy, dict[tuple[str, str], _Field]]] = {}
@@ -100,7 +106,7 @@ def _plan(policy: Policy) -> dict[tuple[str, str], _Field]:
             comp = COMPARATORS[fp.type]
             plan[ename, fname] = _Field(ename, fname, fp.type, fp.type.value, bool(ent.scope),
                                         ent.updated_at is not None, fp, comp.claimed, comp.stored, comp.equal,
-                                        fp.freshness)
+                                        fp.freshness, comp.batch)
     if len(_PLANS) >= 64:
         _PLANS.clear()
     _PLANS[id(policy)] = (policy, plan)
@@ -136,6 +142,56 @@ def _aware(value: Any, tz: tzinfo, tz_is_utc: bool) -> datetime | None:
     return value.astimezone(timezone.utc)
 
 
+def _stamp(value: Any, tz: tzinfo, tz_is_utc: bool) -> tuple[datetime | None, str | None]:
+    """A stored update time as (aware UTC datetime, its ``isoformat()``).
+
+    ``datetime.isoformat`` costs a microsecond; a UTC database's text
+    ``YYYY-MM-DD HH:MM:SS[.ffffff]`` already is that text but for the
+    separator, the offset and a zero fraction, so it is rewritten instead.
+    """
+    if tz_is_utc and type(value) is str:
+        n = len(value)
+        if (n == 19 or (n == 26 and value[19] == ".")) and value[13] == ":" and value[16] == ":":
+            try:
+                stamped = datetime.fromisoformat(value + "+00:00")
+            except ValueError:
+                stamped = None
+            if stamped is not None and stamped.tzinfo is not None:
+                if n == 19 or stamped.microsecond:
+                    return stamped, f"{value[:10]}T{value[11:]}+00:00"
+                return stamped, f"{value[:10]}T{value[11:19]}+00:00"
+    aware = _aware(value, tz, tz_is_utc)
+    return aware, None if aware is None else aware.isoformat()
+
+
+def _stamps(values: list[Any], tz: tzinfo, tz_is_utc: bool) -> tuple[list[datetime | None], list[str | None]]:
+    """:func:`_stamp` of many values, as two columns (datetimes, texts).
+
+    A UTC database's texts of one canonical shape (``YYYY-MM-DD HH:MM:SS``
+    with or without ``.ffffff``) are joined, checked column by column, and
+    rewritten in one pass: 50 rows cost what 10 single rewrites do.
+    """
+    n = len(values)
+    if tz_is_utc and n and type(values[0]) is str and len(values[0]) in (19, 26):
+        try:
+            text = "+00:00\n".join(values) + "+00:00"
+        except TypeError:
+            text = ""
+        width = len(values[0]) + 7
+        if len(text) == n * width - 1 and text.count("\n") == n - 1 and text.isascii() \
+                and text[4::width].count("-") == n and text[7::width].count("-") == n \
+                and text[13::width].count(":") == n and text[16::width].count(":") == n \
+                and text[10::width].count(" ") + text[10::width].count("T") == n \
+                and (width == 26 or text[19::width].count(".") == n):
+            isos: list[str | None] = text.replace(" ", "T").replace(".000000+", "+").split("\n")  # type: ignore[assignment]
+            try:
+                return list(map(datetime.fromisoformat, isos)), isos  # type: ignore[arg-type]
+            except ValueError:
+                pass
+    pairs = [_stamp(v, tz, tz_is_utc) for v in values]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
 def _result(c: Claim, status: Status, reason: str, **kw: Any) -> ClaimResult:
     return ClaimResult(key=c.key, entity=c.entity, entity_id=c.entity_id, field=c.field, type=c.type.value,
                        status=status, reason=reason, claimed=c.value, **kw)
@@ -146,8 +202,8 @@ _CONFIRMED, _CONTRADICTED, _NOT_FOUND, _STALE, _UNAVAILABLE = (
     Status.CONFIRMED, Status.CONTRADICTED, Status.NOT_FOUND, Status.STALE, Status.UNAVAILABLE)
 
 
-def _judge(c: Claim, f: _Field, raw: Any, row_id: str, updated: datetime | None, policy: Policy,
-           now: datetime, latency: float) -> ClaimResult:
+def _judge(c: Claim, f: _Field, raw: Any, row_id: str, updated: datetime | None, iso: str | None,
+           policy: Policy, now: datetime, latency: float) -> ClaimResult:
     """Compare one claim with its stored value (the row exists)."""
     status, reason, actual, cause = _CONFIRMED, "", None, ""
     if raw is None:
@@ -171,7 +227,54 @@ def _judge(c: Claim, f: _Field, raw: Any, row_id: str, updated: datetime | None,
                 except BadClaim as exc:
                     status, reason = _CONTRADICTED, f"the claimed value is not a {f.type_name}: {exc}"
     return _new(ClaimResult, (c.key, c.entity, c.entity_id, c.field, f.type_name, status, reason, c.value,
-                              actual, raw, row_id, updated, latency, cause))
+                              actual, raw, row_id, updated, latency, cause, iso))
+
+
+_COLUMNS = 8
+"""From this many claims of one field on, they are judged column by column; below it, one by one is cheaper."""
+_make = partial(tuple.__new__, ClaimResult)
+_first, _last = itemgetter(0), itemgetter(-1)
+_fields_of = itemgetter("key", "entity", "entity_id", "field", "type", "value")
+"""A claim's fields from its ``__dict__``: one lookup through pydantic's ``__getattr__`` hook instead of six."""
+_pair_of = itemgetter("entity", "field")
+_DIFFERS = "the claimed value differs from the record"
+_VERDICT = {True: _CONFIRMED, False: _CONTRADICTED}
+_VERDICT_REASON = {True: "", False: _DIFFERS}
+
+
+class _Part(NamedTuple):
+    """The checkable claims of one field: claim positions, id keys, and the claims' fields as columns."""
+
+    field: _Field
+    idx: list[int]
+    keys: list[str]
+    columns: list[tuple[Any, ...]]
+
+
+def _judge_many(part: _Part, raws: list[Any], found: list[Sequence[Any]], upds: list[datetime | None],
+                isos: list[str | None], policy: Policy, now: datetime, latency: float) -> Iterator[ClaimResult] | None:
+    """:func:`_judge` for the claims of one field whose rows were all found, column by column.
+
+    Taken only when the comparator's batch shortcut reads every value and
+    every row is fresh; None otherwise (the caller judges claim by claim).
+    """
+    f = part.field
+    ckeys, _, eids, _, _, values = part.columns
+    got = f.batch(list(values), raws, f.policy, policy)  # type: ignore[misc]
+    if got is None:
+        return None
+    actuals, same = got
+    if f.freshness is not None:
+        cutoff = now - f.freshness
+        if None in upds or min(upds) < cutoff:  # type: ignore[type-var]
+            return None
+    row_ids = list(map(_first, found))
+    if not _all(row_ids, str):
+        row_ids = [r if type(r) is str else str(r) for r in row_ids]
+    n = len(ckeys)
+    return map(_make, zip(ckeys, repeat(f.entity, n), eids, repeat(f.name, n), repeat(f.type_name, n),
+                          map(_VERDICT.__getitem__, same), map(_VERDICT_REASON.__getitem__, same), values, actuals,
+                          raws, row_ids, upds, repeat(latency, n), repeat("", n), isos))
 
 
 def _unchecked(c: Claim, f: _Field | None, policy: Policy) -> ClaimResult:
@@ -187,61 +290,112 @@ def _unchecked(c: Claim, f: _Field | None, policy: Policy) -> ClaimResult:
 def check(payload: Payload, policy: Policy, store: RecordStore, *, principal: Any = None,
           now: datetime | None = None) -> list[ClaimResult]:
     """One :class:`ClaimResult` per claim, in claim order. Never raises for database trouble."""
+    return _check(payload, policy, store, principal, now, True)
+
+
+def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any, now: datetime | None,
+           batch: bool) -> list[ClaimResult]:
+    """:func:`check`; ``batch=False`` judges claim by claim (the reference the batch path is tested against)."""
     now = now.astimezone(timezone.utc) if now and now.tzinfo else (now.replace(tzinfo=timezone.utc) if now
                                                                    else datetime.now(timezone.utc))
     plan = _plan(policy)
     claims = payload.claims
     results: list[ClaimResult | None] = [None] * len(claims)
-    wanted: dict[str, list[tuple[int, Claim, str, _Field]]] = {}
-    keyers: dict[str, Callable[[Any], str | None]] = {}
+    dicts = list(map(vars, claims))
+    fields = list(map(_fields_of, dicts))
+    pairs = list(map(_pair_of, dicts))
+    groups: dict[tuple[str, str], list[int]] = {}
+    if len(set(pairs)) == 1:
+        groups[pairs[0]] = list(range(len(claims)))
+    else:
+        for i, k in enumerate(pairs):
+            idx = groups.get(k)
+            if idx is None:
+                groups[k] = [i]
+            else:
+                idx.append(i)
     unscoped = principal is None
-    for i, c in enumerate(claims):
-        f = plan.get((c.entity, c.field))
-        if f is None or f.type is not c.type or (unscoped and f.scoped):
-            results[i] = _unchecked(c, f, policy)
+    wanted: dict[str, list[_Part]] = {}
+    for (entity, name), idx in groups.items():
+        f = plan.get((entity, name))
+        if f is None or (unscoped and f.scoped):
+            for i in idx:
+                results[i] = _unchecked(claims[i], f, policy)
             continue
-        keyer = keyers.get(c.entity)
-        if keyer is None:
-            try:
-                keyer = keyers[c.entity] = store.keyer(c.entity)
-            except StoreUnavailable as exc:
-                results[i] = _result(c, Status.UNAVAILABLE, exc.message, cause=getattr(exc, "cause", "error"))
+        columns = list(zip(*map(fields.__getitem__, idx))) if len(idx) < len(fields) else list(zip(*fields))
+        if columns[4].count(f.type) != len(idx):
+            for i, t in zip(idx, columns[4]):
+                if t is not f.type:
+                    results[i] = _unchecked(claims[i], f, policy)
+            idx = [i for i, t in zip(idx, columns[4]) if t is f.type]
+            if not idx:
                 continue
-        key = keyer(c.entity_id)
-        if key is None:
-            results[i] = _result(c, Status.NOT_FOUND, "no record has this id")
-        elif c.entity in wanted:
-            wanted[c.entity].append((i, c, key, f))
-        else:
-            wanted[c.entity] = [(i, c, key, f)]
-    db_tz, db_utc = policy.db_tz, policy.db_timezone in _UTC_NAMES
-    for entity, items in wanted.items():
-        t0 = time.perf_counter()
-        claimed_fields = {it[3].name for it in items}
-        ordered = tuple(n for n in store.fields(entity) if n in claimed_fields)
+            columns = list(zip(*map(fields.__getitem__, idx)))
         try:
-            rows = store.read(entity, {it[2] for it in items}, ordered, principal=principal)
+            keys = store.keys(entity, list(columns[2]))
+        except StoreUnavailable as exc:
+            for i in idx:
+                results[i] = _result(claims[i], Status.UNAVAILABLE, exc.message, cause=getattr(exc, "cause", "error"))
+            continue
+        if None in keys:
+            for i, key in zip(idx, keys):
+                if key is None:
+                    results[i] = _result(claims[i], Status.NOT_FOUND, "no record has this id")
+            idx = [i for i, key in zip(idx, keys) if key is not None]
+            if not idx:
+                continue
+            keys = [key for key in keys if key is not None]
+            columns = list(zip(*map(fields.__getitem__, idx)))
+        wanted.setdefault(entity, []).append(_Part(f, idx, keys, columns))  # type: ignore[arg-type]
+    db_tz, db_utc = policy.db_tz, policy.db_timezone in _UTC_NAMES
+    no_stamp = (None, None)
+    for entity, parts in wanted.items():
+        t0 = time.perf_counter()
+        claimed_fields = {part.field.name for part in parts}
+        ordered = tuple(n for n in store.fields(entity) if n in claimed_fields)
+        every_key = parts[0].keys if len(parts) == 1 else [k for part in parts for k in part.keys]
+        try:
+            rows = store.read(entity, every_key, ordered, principal=principal)
         except StoreUnavailable as exc:
             latency = (time.perf_counter() - t0) * 1000
-            for i, c, _, _ in items:
-                results[i] = _result(c, Status.UNAVAILABLE, exc.message, latency_ms=latency,
-                                     cause=getattr(exc, "cause", "error"))
+            for part in parts:
+                for i in part.idx:
+                    results[i] = _result(claims[i], Status.UNAVAILABLE, exc.message, latency_ms=latency,
+                                         cause=getattr(exc, "cause", "error"))
             continue
-        latency = (time.perf_counter() - t0) * 1000 / len(items)
+        latency = (time.perf_counter() - t0) * 1000 / len(every_key)
         pos = {n: j for j, n in enumerate(ordered, 1)}
-        stamped = items[0][3].has_updated
-        updated = {k: _aware(r[-1], db_tz, db_utc) for k, r in rows.items()} if stamped else {}
-        for i, c, key, f in items:
-            row = rows.get(key)
+        stamped = parts[0].field.has_updated
+        stamps: dict[str, tuple[datetime | None, str | None]] = {}
+        for part in parts:
+            f, idx, keys = part.field, part.idx, part.keys
             j = pos.get(f.name)
-            if row is None:
-                results[i] = _result(c, Status.NOT_FOUND, "no record has this id", latency_ms=latency)
-            elif j is None:
-                results[i] = _result(c, Status.NOT_CHECKABLE, "this field is not readable by the record store",
-                                     latency_ms=latency)
-            else:
-                row_id = row[0] if type(row[0]) is str else str(row[0])
-                results[i] = _judge(c, f, row[j], row_id, updated.get(key), policy, now, latency)
+            if j is None:
+                for i in idx:
+                    results[i] = _result(claims[i], Status.NOT_CHECKABLE,
+                                         "this field is not readable by the record store", latency_ms=latency)
+                continue
+            found = list(map(rows.get, keys))
+            if batch and len(found) >= _COLUMNS and f.batch is not None and None not in found:
+                raws = list(map(itemgetter(j), found))
+                upds, isos = _stamps(list(map(_last, found)), db_tz, db_utc) if stamped else ([None] * len(found),) * 2
+                judged = _judge_many(part, raws, found, upds, isos, policy, now, latency)
+                if judged is not None:
+                    if len(idx) == len(results):
+                        results[:] = judged
+                    else:
+                        for i, r in zip(idx, judged):
+                            results[i] = r
+                    continue
+            if stamped and not stamps:
+                stamps = dict(zip(rows, zip(*_stamps(list(map(_last, rows.values())), db_tz, db_utc))))
+            for i, key, row in zip(idx, keys, found):
+                if row is None:
+                    results[i] = _result(claims[i], Status.NOT_FOUND, "no record has this id", latency_ms=latency)
+                else:
+                    upd, iso = stamps.get(key, no_stamp)
+                    results[i] = _judge(claims[i], f, row[j], row[0] if type(row[0]) is str else str(row[0]), upd,
+                                        iso, policy, now, latency)
     return results  # type: ignore[return-value]
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
+from operator import eq
 from typing import Any, Callable
 
 import regex
@@ -253,19 +254,62 @@ def _exact(c: Any, a: Any, field: FieldPolicy) -> bool:
     return c == a
 
 
+def _all(values: list[Any], kind: type) -> bool:
+    """Every value is exactly of ``kind`` (``bool`` is not ``int``), tested without a Python-level loop."""
+    return len(set(map(type, values))) == 1 and type(values[0]) is kind
+
+
+_SAFE_INT = 10**18
+
+
+def _integer_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
+                   policy: Policy) -> tuple[list[Any], list[bool]] | None:
+    if _all(claimed, int) and _all(stored, int):
+        return stored, list(map(eq, claimed, stored))
+    return None
+
+
+def _money_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
+                 policy: Policy) -> tuple[list[Any], list[bool]] | None:
+    if _all(claimed, int) and _all(stored, int) and max(map(abs, claimed)) < _SAFE_INT:
+        scale = 10 ** field.exponent
+        return stored, list(map(eq, (v * scale for v in claimed), stored))
+    return None
+
+
+def _identifier_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
+                      policy: Policy) -> tuple[list[Any], list[bool]] | None:
+    """ASCII text is its own NFC form."""
+    if _all(claimed, str) and _all(stored, str) and "".join(claimed).isascii() and "".join(stored).isascii():
+        return stored, list(map(eq, claimed, stored))
+    return None
+
+
+Batch = Callable[[list[Any], list[Any], FieldPolicy, Policy], "tuple[list[Any], list[bool]] | None"]
+
+
 @dataclass(frozen=True)
 class Comparator:
+    """How one type is read and compared.
+
+    ``batch`` is an optional shortcut for many claims of one field at once:
+    ``(claimed values, stored values) -> (normalised stored values, equal?)``
+    for inputs it can take whole (plain ints, ASCII text), else None. It
+    must agree with ``claimed``/``stored``/``equal`` wherever it answers.
+    """
+
     claimed: Callable[[Any, FieldPolicy, Policy], Any]
     stored: Callable[[Any, FieldPolicy, Policy], Any]
     equal: Callable[[Any, Any, FieldPolicy], bool] = _exact
+    batch: Batch | None = None
 
 
 COMPARATORS: dict[ClaimType, Comparator] = {
-    ClaimType.IDENTIFIER: Comparator(_identifier_claim, _identifier_stored),
+    ClaimType.IDENTIFIER: Comparator(_identifier_claim, _identifier_stored, batch=_identifier_batch),
     ClaimType.STRING: Comparator(_string_claim, _string_stored),
-    ClaimType.INTEGER: Comparator(_integer_claim, _integer_stored),
+    ClaimType.INTEGER: Comparator(_integer_claim, _integer_stored, batch=_integer_batch),
     ClaimType.DECIMAL: Comparator(_decimal_claim, _decimal_stored, _decimal_equal),
-    ClaimType.MONEY: Comparator(_money_claim, _integer_stored),
+    ClaimType.MONEY: Comparator(_money_claim, _integer_stored, batch=_money_batch),
     ClaimType.DATE: Comparator(_date_claim, _date_stored),
     ClaimType.TIMESTAMP: Comparator(_timestamp_claim, _timestamp_stored, _timestamp_equal),
     ClaimType.ENUM: Comparator(_enum_claim, _enum_stored),

@@ -7,6 +7,7 @@ policy's labels and the database's ids; it never repeats the model's text.
 from __future__ import annotations
 
 import uuid
+from operator import itemgetter
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -16,6 +17,10 @@ from guard.findings import Finding
 from guard.payload import Payload
 from guard.policy import Policy
 from guard.render import format_value, formatter, substitute, to_json
+
+
+_status = itemgetter(5)
+_CONFIRMED, _CONTRADICTED = Status.CONFIRMED, Status.CONTRADICTED
 
 
 class Action(str, Enum):
@@ -61,7 +66,7 @@ def result_dict(r: ClaimResult, include_values: bool = True) -> dict[str, Any]:
     if r.reason:
         d["reason"] = r.reason
     if r.updated_at is not None:
-        d["updated_at"] = r.updated_at.isoformat()
+        d["updated_at"] = r.updated_iso or r.updated_at.isoformat()
     if include_values:
         d["claimed"] = r.claimed
         d["actual"] = to_json(r.actual)
@@ -101,8 +106,9 @@ def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
     """Answer when every claim is confirmed; regenerate when any is contradicted; otherwise refuse."""
     rid = request_id or uuid.uuid4().hex
     common = dict(request_id=rid, results=tuple(results), warnings=tuple(warnings))
-    contradicted = [r for r in results if r.status is Status.CONTRADICTED]
-    if contradicted:
+    statuses = list(map(_status, results))
+    if _CONTRADICTED in statuses:
+        contradicted = [r for r in results if r.status is _CONTRADICTED]
         facts: dict[str, dict[str, Any]] = {}
         for r in results:
             if not r.resolved:
@@ -112,8 +118,8 @@ def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
                             "value": to_json(r.actual), "text": format_value(r.actual, fp, policy),
                             "citation": r.citation}
         return Decision(Action.REGENERATE, facts=facts, contradicted=tuple(r.key for r in contradicted), **common)
-    failed = [r for r in results if r.status is not Status.CONFIRMED]
-    if failed or not results:
+    if statuses.count(_CONFIRMED) != len(statuses) or not results:
+        failed = [r for r in results if r.status is not _CONFIRMED]
         sentences: list[str] = []
         for r in failed:
             s = refusal_sentence(r, policy)
@@ -126,16 +132,13 @@ def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
     values: dict[str, str] = {}
     citations = []
     formats: dict[tuple[str, str], Any] = {}
-    stamps: dict[int, str] = {}
-    for key, entity, _, name, _, _, _, _, actual, _, row_id, upd, _, _ in results:
+    for key, entity, _, name, _, _, _, _, actual, _, row_id, upd, _, _, stamp in results:
         fmt = formats.get((entity, name))
         if fmt is None:
             fmt = formats[entity, name] = formatter(policy.entities[entity].fields[name], policy)
         values[key] = fmt(actual)
-        if upd is None:
-            stamp = None
-        elif (stamp := stamps.get(id(upd))) is None:
-            stamp = stamps[id(upd)] = upd.isoformat()
+        if stamp is None and upd is not None:
+            stamp = upd.isoformat()
         citations.append({"key": key, "citation": f"{entity}:{row_id}#{name}", "updated_at": stamp})
     return Decision(Action.ANSWER, text=substitute(payload.answer_template, values), citations=tuple(citations),
                     **common)

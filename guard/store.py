@@ -316,6 +316,14 @@ class RecordStore:
         self._keyers[entity] = key
         return key
 
+    def keys(self, entity: str, entity_ids: list[Any]) -> list[str | None]:
+        """:meth:`id_key` of many ids; text ids of a text-keyed entity are their own keys."""
+        if len(entity_ids) >= 8 and self._lookups[entity].id_kind is str and len(set(map(type, entity_ids))) == 1 \
+                and type(entity_ids[0]) is str:
+            if self.engine.dialect.name != "postgresql" or "\x00" not in "".join(entity_ids):
+                return list(entity_ids)
+        return list(map(self.keyer(entity), entity_ids))
+
     def fields(self, entity: str) -> tuple[str, ...]:
         """The entity's readable fields in policy order (the order :meth:`read` selects them in)."""
         return tuple(self._lookups[entity].columns)
