@@ -143,23 +143,7 @@ def _aware(value: Any, tz: tzinfo, tz_is_utc: bool) -> datetime | None:
 
 
 def _stamp(value: Any, tz: tzinfo, tz_is_utc: bool) -> tuple[datetime | None, str | None]:
-    """A stored update time as (aware UTC datetime, its ``isoformat()``).
-
-    ``datetime.isoformat`` costs a microsecond; a UTC database's text
-    ``YYYY-MM-DD HH:MM:SS[.ffffff]`` already is that text but for the
-    separator, the offset and a zero fraction, so it is rewritten instead.
-    """
-    if tz_is_utc and type(value) is str:
-        n = len(value)
-        if (n == 19 or (n == 26 and value[19] == ".")) and value[13] == ":" and value[16] == ":":
-            try:
-                stamped = datetime.fromisoformat(value + "+00:00")
-            except ValueError:
-                stamped = None
-            if stamped is not None and stamped.tzinfo is not None:
-                if n == 19 or stamped.microsecond:
-                    return stamped, f"{value[:10]}T{value[11:]}+00:00"
-                return stamped, f"{value[:10]}T{value[11:19]}+00:00"
+    """A stored update time as (aware UTC datetime, its ``isoformat()``): the reference for :func:`_stamps`."""
     aware = _aware(value, tz, tz_is_utc)
     return aware, None if aware is None else aware.isoformat()
 

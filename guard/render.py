@@ -11,7 +11,7 @@ from datetime import date
 from decimal import Decimal
 from functools import lru_cache
 from zoneinfo import ZoneInfo
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping
 
 from babel import Locale
 
@@ -40,18 +40,10 @@ def format_value(actual: Any, field: FieldPolicy, policy: Policy) -> str:
 
 
 _MEMO_SIZE = 4096
-_FORMATTERS: dict[tuple[Any, ...], Formatter] = {}
+_FORMATTERS: dict[tuple[Any, ...], Callable[[Any], str]] = {}
 
 
-class Formatter(Protocol):
-    """``format_value`` bound to one field; ``many`` formats a column of values."""
-
-    def __call__(self, actual: Any) -> str: ...
-
-    def many(self, values: list[Any]) -> list[str]: ...
-
-
-def formatter(field: FieldPolicy, policy: Policy) -> Formatter:
+def formatter(field: FieldPolicy, policy: Policy) -> Callable[[Any], str]:
     """``format_value`` for one field, memoised: the same values (dates, small counts, statuses) recur.
 
     Decimals are memoised by their exact digits (``Decimal("4.2") == Decimal("4.20")``), so the memo can
@@ -77,22 +69,10 @@ def formatter(field: FieldPolicy, policy: Policy) -> Formatter:
             memo[k] = text
         return text
 
-    def many(values: list[Any]) -> list[str]:
-        if exact:
-            return list(map(fmt, values))
-        try:
-            texts = list(map(memo.get, values))
-        except TypeError:
-            return list(map(fmt, values))
-        if None in texts:
-            texts = [fmt(v) if t is None else t for t, v in zip(texts, values)]
-        return texts  # type: ignore[return-value]
-
-    fmt.many = many  # type: ignore[attr-defined]
     if len(_FORMATTERS) >= 1024:
         _FORMATTERS.clear()
     _FORMATTERS[spec] = fmt
-    return fmt  # type: ignore[return-value]
+    return fmt
 
 
 def _format(t: ClaimType, currency: str | None, unit: str | None, locale: str, tz: str, actual: Any) -> str:

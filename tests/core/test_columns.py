@@ -21,7 +21,6 @@ from guard.checker import _COLUMNS, _aware, _check, _stamp, _stamps
 from guard.decide import decide
 from guard.payload import load_payload
 from guard.policy import load_policy
-from guard.render import formatter
 from guard.store import RecordStore
 
 _, ORDERS = demo.rows(600, 200)
@@ -161,13 +160,3 @@ def test_update_times_in_one_pass_equal_one_at_a_time(items, tz_name, uniform):
         assert iso == (reference.isoformat() if reference is not None else None)
         if dt is not None:
             assert dt.utcoffset() == timedelta(0)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(st.integers(-10**6, 10**6), st.just(None)), min_size=0, max_size=30))
-def test_formatting_a_column_equals_formatting_each_value(values):
-    policy = demo.policy()
-    for field in ("line_count", "total_minor"):
-        fmt = formatter(policy.entities["order"].fields[field], policy)
-        ints = [v for v in values if v is not None]
-        assert fmt.many(ints) == [fmt(v) for v in ints]
