@@ -17,7 +17,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
-from guard.compare import COMPARATORS, BadClaim, BadStored, Batch, _all, _exact
+from guard.compare import COMPARATORS, BadClaim, BadStored, Batch, _exact
 from guard.errors import StoreUnavailable
 from guard.payload import Claim, ClaimType, Payload
 from guard.policy import FieldPolicy, Policy
@@ -217,10 +217,17 @@ def _judge(c: Claim, f: _Field, raw: Any, row_id: str, updated: datetime | None,
 _COLUMNS = 8
 """From this many claims of one field on, they are judged column by column; below it, one by one is cheaper."""
 _make = partial(tuple.__new__, ClaimResult)
-_first, _last = itemgetter(0), itemgetter(-1)
-_fields_of = itemgetter("key", "entity", "entity_id", "field", "type", "value")
-"""A claim's fields from its ``__dict__``: one lookup through pydantic's ``__getattr__`` hook instead of six."""
-_pair_of = itemgetter("entity", "field")
+_last = itemgetter(-1)
+_COLUMN_OF = tuple(map(itemgetter, ("key", "entity", "entity_id", "field", "type", "value")))
+"""A claim's fields, read from its ``__dict__`` column by column: pydantic's ``__getattr__`` hook makes each
+attribute read cost ten dictionary reads."""
+
+
+def _take(columns: list[list[Any]], idx: list[int]) -> list[list[Any]]:
+    """The rows ``idx`` of every column."""
+    return [list(map(col.__getitem__, idx)) for col in columns]
+
+
 _DIFFERS = "the claimed value differs from the record"
 _VERDICT = {True: _CONFIRMED, False: _CONTRADICTED}
 _VERDICT_REASON = {True: "", False: _DIFFERS}
@@ -232,11 +239,11 @@ class _Part(NamedTuple):
     field: _Field
     idx: list[int]
     keys: list[str]
-    columns: list[tuple[Any, ...]]
+    columns: list[list[Any]]
 
 
-def _judge_many(part: _Part, raws: list[Any], found: list[Sequence[Any]], upds: list[datetime | None],
-                isos: list[str | None], policy: Policy, now: datetime, latency: float) -> Iterator[ClaimResult] | None:
+def _judge_many(part: _Part, raws: list[Any], upds: list[datetime | None], isos: list[str | None], policy: Policy,
+                now: datetime, latency: float) -> Iterator[ClaimResult] | None:
     """:func:`_judge` for the claims of one field whose rows were all found, column by column.
 
     Taken only when the comparator's batch shortcut reads every value and
@@ -244,7 +251,7 @@ def _judge_many(part: _Part, raws: list[Any], found: list[Sequence[Any]], upds: 
     """
     f = part.field
     ckeys, _, eids, _, _, values = part.columns
-    got = f.batch(list(values), raws, f.policy, policy)  # type: ignore[misc]
+    got = f.batch(values, raws, f.policy, policy)  # type: ignore[misc]
     if got is None:
         return None
     actuals, same = got
@@ -252,13 +259,14 @@ def _judge_many(part: _Part, raws: list[Any], found: list[Sequence[Any]], upds: 
         cutoff = now - f.freshness
         if None in upds or min(upds) < cutoff:  # type: ignore[type-var]
             return None
-    row_ids = list(map(_first, found))
-    if not _all(row_ids, str):
-        row_ids = [r if type(r) is str else str(r) for r in row_ids]
     n = len(ckeys)
-    return map(_make, zip(ckeys, repeat(f.entity, n), eids, repeat(f.name, n), repeat(f.type_name, n),
-                          map(_VERDICT.__getitem__, same), map(_VERDICT_REASON.__getitem__, same), values, actuals,
-                          raws, row_ids, upds, repeat(latency, n), repeat("", n), isos))
+    if False in same:
+        statuses, reasons = map(_VERDICT.__getitem__, same), map(_VERDICT_REASON.__getitem__, same)
+    else:
+        statuses, reasons = repeat(_CONFIRMED, n), repeat("", n)
+    # A row is found under its id's text, so each key is the database's id.
+    return map(_make, zip(ckeys, repeat(f.entity, n), eids, repeat(f.name, n), repeat(f.type_name, n), statuses,
+                          reasons, values, actuals, raws, part.keys, upds, repeat(latency, n), repeat("", n), isos))
 
 
 def _unchecked(c: Claim, f: _Field | None, policy: Policy) -> ClaimResult:
@@ -285,14 +293,15 @@ def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any,
     plan = _plan(policy)
     claims = payload.claims
     results: list[ClaimResult | None] = [None] * len(claims)
+    n = len(claims)
     dicts = list(map(vars, claims))
-    fields = list(map(_fields_of, dicts))
-    pairs = list(map(_pair_of, dicts))
+    cols = [list(map(g, dicts)) for g in _COLUMN_OF]
+    ents, names = cols[1], cols[3]
     groups: dict[tuple[str, str], list[int]] = {}
-    if len(set(pairs)) == 1:
-        groups[pairs[0]] = list(range(len(claims)))
+    if n and ents.count(ents[0]) == n and names.count(names[0]) == n:
+        groups[ents[0], names[0]] = list(range(n))
     else:
-        for i, k in enumerate(pairs):
+        for i, k in enumerate(zip(ents, names)):
             idx = groups.get(k)
             if idx is None:
                 groups[k] = [i]
@@ -306,7 +315,7 @@ def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any,
             for i in idx:
                 results[i] = _unchecked(claims[i], f, policy)
             continue
-        columns = list(zip(*map(fields.__getitem__, idx))) if len(idx) < len(fields) else list(zip(*fields))
+        columns = cols if len(idx) == n else _take(cols, idx)
         if columns[4].count(f.type) != len(idx):
             for i, t in zip(idx, columns[4]):
                 if t is not f.type:
@@ -314,9 +323,9 @@ def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any,
             idx = [i for i, t in zip(idx, columns[4]) if t is f.type]
             if not idx:
                 continue
-            columns = list(zip(*map(fields.__getitem__, idx)))
+            columns = _take(cols, idx)
         try:
-            keys = store.keys(entity, list(columns[2]))
+            keys = store.keys(entity, columns[2])
         except StoreUnavailable as exc:
             for i in idx:
                 results[i] = _result(claims[i], Status.UNAVAILABLE, exc.message, cause=getattr(exc, "cause", "error"))
@@ -329,14 +338,14 @@ def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any,
             if not idx:
                 continue
             keys = [key for key in keys if key is not None]
-            columns = list(zip(*map(fields.__getitem__, idx)))
+            columns = _take(cols, idx)
         wanted.setdefault(entity, []).append(_Part(f, idx, keys, columns))  # type: ignore[arg-type]
     db_tz, db_utc = policy.db_tz, policy.db_timezone in _UTC_NAMES
     no_stamp = (None, None)
     for entity, parts in wanted.items():
         t0 = time.perf_counter()
         claimed_fields = {part.field.name for part in parts}
-        ordered = tuple(n for n in store.fields(entity) if n in claimed_fields)
+        ordered = tuple(c for c in store.fields(entity) if c in claimed_fields)
         every_key = parts[0].keys if len(parts) == 1 else [k for part in parts for k in part.keys]
         try:
             rows = store.read(entity, every_key, ordered, principal=principal)
@@ -348,7 +357,7 @@ def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any,
                                          cause=getattr(exc, "cause", "error"))
             continue
         latency = (time.perf_counter() - t0) * 1000 / len(every_key)
-        pos = {n: j for j, n in enumerate(ordered, 1)}
+        pos = {c: j for j, c in enumerate(ordered, 1)}
         stamped = parts[0].field.has_updated
         stamps: dict[str, tuple[datetime | None, str | None]] = {}
         for part in parts:
@@ -363,7 +372,7 @@ def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any,
             if batch and len(found) >= _COLUMNS and f.batch is not None and None not in found:
                 raws = list(map(itemgetter(j), found))
                 upds, isos = _stamps(list(map(_last, found)), db_tz, db_utc) if stamped else ([None] * len(found),) * 2
-                judged = _judge_many(part, raws, found, upds, isos, policy, now, latency)
+                judged = _judge_many(part, raws, upds, isos, policy, now, latency)
                 if judged is not None:
                     if len(idx) == len(results):
                         results[:] = judged

@@ -16,7 +16,7 @@ from guard.checker import ClaimResult, Status
 from guard.findings import Finding
 from guard.payload import Payload
 from guard.policy import Policy
-from guard.render import format_value, formatter, substitute, to_json
+from guard.render import format_value, formatter, substitute_in_order, to_json
 
 
 _status = itemgetter(5)
@@ -129,18 +129,26 @@ def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
             sentences.append("This answer has no facts I could verify, so I have not given it.")
         return Decision(Action.REFUSE, message=" ".join(sentences), unverified=tuple(r.key for r in failed),
                         **common)
-    values: dict[str, str] = {}
-    citations = []
-    formats: dict[tuple[str, str], Any] = {}
-    for key, entity, _, name, _, _, _, _, actual, _, row_id, upd, _, _, stamp in results:
-        fmt = formats.get((entity, name))
-        if fmt is None:
-            fmt = formats[entity, name] = formatter(policy.entities[entity].fields[name], policy)
-        values[key] = fmt(actual)
-        if stamp is None and upd is not None:
-            stamp = upd.isoformat()
-        citations.append({"key": key, "citation": f"{entity}:{row_id}#{name}", "updated_at": stamp})
-    return Decision(Action.ANSWER, text=substitute(payload.answer_template, values), citations=tuple(citations),
+    columns = list(zip(*results))
+    keys, entities, names, actuals, row_ids, stamps = (columns[i] for i in (0, 1, 3, 8, 10, 14))
+    if None in stamps:
+        stamps = tuple(s if s is not None or u is None else u.isoformat() for s, u in zip(stamps, columns[11]))
+    n = len(results)
+    if entities.count(entities[0]) == n and names.count(names[0]) == n:
+        entity, name = entities[0], names[0]
+        texts = formatter(policy.entities[entity].fields[name], policy).many(actuals)
+        cited = [f"{entity}:{r}#{name}" for r in row_ids]
+    else:
+        formats: dict[tuple[str, str], Any] = {}
+        texts = []
+        for entity, name, actual in zip(entities, names, actuals):
+            fmt = formats.get((entity, name))
+            if fmt is None:
+                fmt = formats[entity, name] = formatter(policy.entities[entity].fields[name], policy)
+            texts.append(fmt(actual))
+        cited = [f"{e}:{r}#{f}" for e, r, f in zip(entities, row_ids, names)]
+    citations = tuple([{"key": k, "citation": c, "updated_at": s} for k, c, s in zip(keys, cited, stamps)])
+    return Decision(Action.ANSWER, text=substitute_in_order(payload.answer_template, keys, texts), citations=citations,
                     **common)
 
 

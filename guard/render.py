@@ -11,7 +11,7 @@ from datetime import date
 from decimal import Decimal
 from functools import lru_cache
 from zoneinfo import ZoneInfo
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from babel import Locale
 
@@ -46,6 +46,8 @@ _FORMATTERS: dict[tuple[Any, ...], Callable[[Any], str]] = {}
 def formatter(field: FieldPolicy, policy: Policy) -> Callable[[Any], str]:
     """``format_value`` for one field, memoised: the same values (dates, small counts, statuses) recur.
 
+    ``formatter(...).many(values)`` formats a list at once.
+
     Decimals are memoised by their exact digits (``Decimal("4.2") == Decimal("4.20")``), so the memo can
     only ever return what Babel gives for those very digits.
     """
@@ -69,6 +71,19 @@ def formatter(field: FieldPolicy, policy: Policy) -> Callable[[Any], str]:
             memo[k] = text
         return text
 
+    def many(values: list[Any]) -> list[str]:
+        """``fmt`` of many values; a remembered text costs no Python call."""
+        if exact:
+            return list(map(fmt, values))
+        try:
+            texts = list(map(memo.get, values))
+        except TypeError:
+            return list(map(fmt, values))
+        if None in texts:
+            texts = [fmt(v) if t is None else t for t, v in zip(texts, values)]
+        return texts
+
+    fmt.many = many  # type: ignore[attr-defined]
     if len(_FORMATTERS) >= 1024:
         _FORMATTERS.clear()
     _FORMATTERS[spec] = fmt
@@ -109,11 +124,23 @@ def substitute(template: str, values: Mapping[str, str]) -> str:
     """Replace every slot by ``values[name]``; literal text is kept, ``{{``/``}}`` unescaped."""
     literals, names, starts = _layout(template)
     try:
-        filled = [values[n] for n in names]
+        filled = list(map(values.__getitem__, names))
     except KeyError:
         missing = next(i for i, n in enumerate(names) if n not in values)
         raise PayloadError(f"slot {{{names[missing]}}} at column {starts[missing] + 1} has no claim with that key",
                            location=f"answer_template:{starts[missing] + 1}") from None
+    return _join(literals, filled)
+
+
+def substitute_in_order(template: str, keys: Sequence[str], texts: list[str]) -> str:
+    """:func:`substitute` of ``dict(zip(keys, texts))``; when the slots are ``keys`` in order, no mapping is built."""
+    literals, names, _ = _layout(template)
+    if names == tuple(keys):
+        return _join(literals, texts)
+    return substitute(template, dict(zip(keys, texts)))
+
+
+def _join(literals: tuple[str, ...], filled: list[str]) -> str:
     out = [*literals, *filled]
     out[::2] = literals
     out[1::2] = filled
@@ -136,4 +163,4 @@ def _layout(template: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[int,
     return tuple(literals), tuple(names), tuple(starts)
 
 
-__all__ = ["format_value", "formatter", "to_json", "substitute"]
+__all__ = ["format_value", "formatter", "to_json", "substitute", "substitute_in_order"]

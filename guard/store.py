@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -26,6 +27,7 @@ from guard.policy import EntityPolicy, Policy
 UPDATED_AT = "__updated_at__"
 ID = "__id__"
 _INT = re.compile(r"^[+-]?\d{1,18}$")
+_first = itemgetter(0)
 
 _CAUSES = [
     ("timeout", re.compile(r"statement timeout|canceling statement|max_statement_time|query execution was interrupted"
@@ -370,10 +372,16 @@ class RecordStore:
                     by_name = dict(zip(lk.canonical(len(chunk), scoped), values))
                     params = tuple(by_name[n] for n in names)
                 rows = self._execute(sql, params)
-                got = {r[0] if type(r[0]) is str else str(r[0]): r for r in rows}
+                ids = list(map(_first, rows))
+                if not (ids and len(set(map(type, ids))) == 1 and type(ids[0]) is str):
+                    ids = [i if type(i) is str else str(i) for i in ids]
+                got = dict(zip(ids, rows))
                 if len(got) != len(rows) or (out and not got.keys().isdisjoint(out)):
                     raise _Garbage("id is not unique")
-                out.update(got)
+                if out:
+                    out.update(got)
+                else:
+                    out = got
         except _DriverError as exc:
             raise unavailable(exc.error, f"entity '{entity}'", disconnect=exc.disconnect) from None
         except sa_exc.SQLAlchemyError as exc:

@@ -15,7 +15,7 @@ from guard.decide import Action, decide, refusal_sentence
 from guard.errors import GuardError, PayloadError
 from guard.payload import load_payload
 from guard.policy import FieldPolicy, Policy
-from guard.render import format_value, substitute
+from guard.render import format_value, formatter, substitute, substitute_in_order
 from guard.verify import regenerate_loop, verify
 
 
@@ -155,3 +155,73 @@ def test_decimal_rendering_keeps_the_stored_digits_whatever_was_rendered_before(
     assert format_value(longer, f, p) == _format(f.type, f.currency, f.unit, p.locale, p.timezone, longer)
     assert format_value(d, f, p) == _format(f.type, f.currency, f.unit, p.locale, p.timezone, d)
 
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_LITERAL, _NAMES), max_size=8), _LITERAL,
+       st.lists(st.tuples(_NAMES, st.text(max_size=10)), max_size=8, unique_by=lambda kv: kv[0]), st.data())
+def test_substitute_in_order_equals_substitute_of_the_mapping(runs, tail, pairs, data):
+    """The no-mapping path is taken only when the slots are the keys in order; any other layout falls back."""
+    template = "".join(lit + "{" + name + "}" for lit, name in runs) + tail
+    if data.draw(st.booleans()):
+        names = [name for _, name in runs]
+        if len(set(names)) == len(names):
+            pairs = [(name, data.draw(st.text(max_size=10))) for name in names]
+    keys, texts = [k for k, _ in pairs], [t for _, t in pairs]
+    values = dict(pairs)
+    if all(name in values for _, name in runs):
+        assert substitute_in_order(template, keys, texts) == substitute(template, values)
+    else:
+        with pytest.raises(PayloadError):
+            substitute_in_order(template, keys, texts)
+
+
+_FIELD_VALUES = {
+    "line_count": st.integers(-10**6, 10**6),
+    "total_minor": st.integers(0, 10**9),
+    "weight_kg": st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-10**4, max_value=10**4),
+    "shipped_at": st.dates(),
+    "status": st.sampled_from(["shipped", "delivered", "pending"]),
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(_FIELD_VALUES)), st.data())
+def test_formatting_a_column_equals_formatting_each_value(name, data):
+    policy = demo.policy()
+    values = data.draw(st.lists(_FIELD_VALUES[name], max_size=30))
+    fmt = formatter(policy.entities["order"].fields[name], policy)
+    expected = [format_value(v, policy.entities["order"].fields[name], policy) for v in values]
+    assert fmt.many(values) == expected
+    assert fmt.many(values) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(sorted(_FIELD_VALUES)), min_size=1, max_size=12), st.data())
+def test_answer_text_and_citations_equal_the_reference(fields, data):
+    """Whatever the mix of fields and the slot order, the answer is the template filled with each claim's
+    formatted database value, and one citation per claim in claim order."""
+    policy = demo.policy()
+    order = policy.entities["order"]
+    results, values = [], {}
+    for i, name in enumerate(fields):
+        actual = data.draw(_FIELD_VALUES[name])
+        stamp = data.draw(st.one_of(st.none(), st.datetimes(timezones=st.just(timezone.utc))))
+        key = f"k{i}"
+        results.append(ClaimResult(key=key, entity="order", entity_id=f"ord_{i}", field=name,
+                                   type=order.fields[name].type.value, status=Status.CONFIRMED, claimed=actual,
+                                   actual=actual, raw=actual, row_id=f"ord_{i}", updated_at=stamp,
+                                   updated_iso=data.draw(st.sampled_from([None, stamp.isoformat()]))
+                                   if stamp else None))
+        values[key] = format_value(actual, order.fields[name], policy)
+    slots = data.draw(st.permutations([r.key for r in results]))
+    template = "Here: " + ", ".join("{" + k + "}" for k in slots) + "."
+    payload = load_payload({"answer_template": template, "claims": [
+        {"key": r.key, "type": r.type, "entity": "order", "entity_id": r.row_id, "field": r.field, "value": "x"}
+        for r in results]})
+    d = decide(payload, results, policy)
+    assert d.action is Action.ANSWER
+    assert d.text == substitute(template, values)
+    assert list(d.citations) == [
+        {"key": r.key, "citation": f"order:{r.row_id}#{r.field}",
+         "updated_at": r.updated_at.isoformat() if r.updated_at else None} for r in results]
