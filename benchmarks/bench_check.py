@@ -9,10 +9,12 @@ column and ``updated_at``, which every citation carries); ``floor-2`` reads
 only the id and the claimed column. The last line repeats one payload (the
 rows stay hot in SQLite's page cache, the floor's best case). Prints checks/s and the ratios the issue
 sets targets for (at 50 claims: guard >= 5x naive, guard within 2x of the floor). The four contenders take
-turns in ten rounds and each keeps its best round, so a machine that slows down for a while slows all
-of them.
+turns in ``--rounds`` rounds (the order reversed every other round). A rate is a contender's best round;
+a ratio is the median of the ratios taken within each round, with the lowest and highest in brackets:
+this machine's speed drifts by tens of percent over seconds, and a ratio of two best rounds from
+different moments carries that drift.
 
-    .venv/bin/python benchmarks/bench_check.py [--rows 100000] [--seconds 2]
+    .venv/bin/python benchmarks/bench_check.py [--rows 100000] [--seconds 2] [--rounds 10]
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from _common import options, rates
+from _common import options, paired_ratio, rounds
 from guard import demo
 from guard.checker import check
 from guard.compare import matches, normalise_stored
@@ -39,7 +41,7 @@ POOL = 64
 
 
 def main() -> None:
-    args = options(__doc__)
+    args = options(__doc__, rounds=10)
     path = Path(tempfile.mkdtemp()) / "bench.db"
     url = f"sqlite:///{path}"
     t0 = time.perf_counter()
@@ -55,8 +57,8 @@ def main() -> None:
         truth = dict(raw.execute("SELECT id, line_count FROM orders"))
     ids = list(truth)
 
-    print(f"{'claims':>6} {'guard/s':>10} {'naive/s':>10} {'floor/s':>10} {'floor-2/s':>10} {'guard/naive':>12} "
-          f"{'floor/guard':>12} {'floor-2/guard':>14}")
+    print(f"{'claims':>6} {'guard/s':>10} {'naive/s':>10} {'floor/s':>10} {'floor-2/s':>10} {'guard/naive':>18} "
+          f"{'floor/guard':>20} {'floor-2/guard':>20}")
     table = sa.Table("orders", sa.MetaData(), autoload_with=store.engine)
     conn = sqlite3.connect(path, check_same_thread=False)
     for n, pool in ((1, POOL), (10, POOL), (50, POOL), (50, 1)):
@@ -94,13 +96,20 @@ def main() -> None:
         def floor2() -> None:
             assert len(conn.execute(sql2, next_ids()).fetchall()) == n
 
-        got = rates({"guard": guard_check, "naive": naive, "floor": floor, "floor2": floor2}, args.seconds)
-        g, nv, fl, fl2 = got["guard"], got["naive"], got["floor"], got["floor2"]
+        got = rounds({"naive": naive, "guard": guard_check, "floor": floor, "floor2": floor2}, args.seconds,
+                     args.rounds)
+        g, nv, fl, fl2 = (max(got[k]) for k in ("guard", "naive", "floor", "floor2"))
         label = f"{n}" if pool > 1 else f"{n}*"
-        print(f"{label:>6} {g:>10.0f} {nv:>10.0f} {fl:>10.0f} {fl2:>10.0f} {g / nv:>11.1f}x {fl / g:>11.2f}x "
-              f"{fl2 / g:>13.2f}x")
+        print(f"{label:>6} {g:>10.0f} {nv:>10.0f} {fl:>10.0f} {fl2:>10.0f} "
+              f"{_ratio(got['guard'], got['naive'], 1):>18} {_ratio(got['floor'], got['guard'], 2):>20} "
+              f"{_ratio(got['floor2'], got['guard'], 2):>20}")
     conn.close()
     print("* one payload checked over and over: its rows stay in SQLite's page cache, the floor's best case")
+
+
+def _ratio(num: list[float], den: list[float], digits: int) -> str:
+    mid, lo, hi = paired_ratio(num, den)
+    return f"{mid:.{digits}f}x [{lo:.{digits}f}-{hi:.{digits}f}]"
 
 
 if __name__ == "__main__":

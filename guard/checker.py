@@ -218,14 +218,19 @@ _COLUMNS = 8
 """From this many claims of one field on, they are judged column by column; below it, one by one is cheaper."""
 _make = partial(tuple.__new__, ClaimResult)
 _last = itemgetter(-1)
-_COLUMN_OF = tuple(map(itemgetter, ("key", "entity", "entity_id", "field", "type", "value")))
-"""A claim's fields, read from its ``__dict__`` column by column: pydantic's ``__getattr__`` hook makes each
-attribute read cost ten dictionary reads."""
+_FIELDS_OF = itemgetter("key", "entity", "entity_id", "field", "type", "value")
+"""A claim's fields from its ``__dict__``: one C call per claim instead of six attribute reads."""
 
 
-def _take(columns: list[list[Any]], idx: list[int]) -> list[list[Any]]:
+def _columns(claims: Sequence[Claim]) -> list[tuple[Any, ...]]:
+    """The claims' fields as six columns (key, entity, entity_id, field, type, value)."""
+    cols = list(zip(*map(_FIELDS_OF, map(vars, claims))))
+    return cols if cols else [()] * 6
+
+
+def _take(columns: Sequence[Sequence[Any]], idx: list[int]) -> list[tuple[Any, ...]]:
     """The rows ``idx`` of every column."""
-    return [list(map(col.__getitem__, idx)) for col in columns]
+    return [tuple(map(col.__getitem__, idx)) for col in columns]
 
 
 _DIFFERS = "the claimed value differs from the record"
@@ -239,7 +244,7 @@ class _Part(NamedTuple):
     field: _Field
     idx: list[int]
     keys: list[str]
-    columns: list[list[Any]]
+    columns: list[tuple[Any, ...]]
 
 
 def _judge_many(part: _Part, raws: list[Any], upds: list[datetime | None], isos: list[str | None], policy: Policy,
@@ -294,8 +299,7 @@ def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any,
     claims = payload.claims
     results: list[ClaimResult | None] = [None] * len(claims)
     n = len(claims)
-    dicts = list(map(vars, claims))
-    cols = [list(map(g, dicts)) for g in _COLUMN_OF]
+    cols = _columns(claims)
     ents, names = cols[1], cols[3]
     groups: dict[tuple[str, str], list[int]] = {}
     if n and ents.count(ents[0]) == n and names.count(names[0]) == n:
@@ -344,8 +348,7 @@ def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any,
     no_stamp = (None, None)
     for entity, parts in wanted.items():
         t0 = time.perf_counter()
-        claimed_fields = {part.field.name for part in parts}
-        ordered = tuple(c for c in store.fields(entity) if c in claimed_fields)
+        ordered = store.fields(entity, [part.field.name for part in parts])
         every_key = parts[0].keys if len(parts) == 1 else [k for part in parts for k in part.keys]
         try:
             rows = store.read(entity, every_key, ordered, principal=principal)

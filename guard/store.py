@@ -96,6 +96,18 @@ class _Lookup:
     scope_col: sa.Column[Any] | None
     updated_col: sa.ColumnElement[Any] | None
     compiled: dict[tuple[int, bool, tuple[str, ...]], tuple[str, tuple[str, ...], str]] = field(default_factory=dict)
+    orders: dict[Any, tuple[str, ...]] = field(default_factory=dict)
+
+    def order(self, fields: Iterable[str] | None) -> tuple[str, ...]:
+        """The readable ones of ``fields`` (default: all) in policy order, remembered per set of names."""
+        key = None if fields is None else frozenset(fields)
+        hit = self.orders.get(key)
+        if hit is None:
+            hit = tuple(self.columns) if key is None else tuple(f for f in self.columns if f in key)
+            if len(self.orders) >= _MAX_STATEMENTS:
+                self.orders.clear()
+            self.orders[key] = hit
+        return hit
 
     def statement(self, n: int, scoped: bool, fields: tuple[str, ...],
                   dialect: Any) -> tuple[str, tuple[str, ...], str]:
@@ -326,9 +338,10 @@ class RecordStore:
                 return list(entity_ids)
         return list(map(self.keyer(entity), entity_ids))
 
-    def fields(self, entity: str) -> tuple[str, ...]:
-        """The entity's readable fields in policy order (the order :meth:`read` selects them in)."""
-        return tuple(self._lookups[entity].columns)
+    def fields(self, entity: str, among: Iterable[str] | None = None) -> tuple[str, ...]:
+        """The entity's readable fields (those ``among`` the given names, default all) in policy order: the
+        order :meth:`read` selects them in."""
+        return self._lookups[entity].order(among)
 
     def read(self, entity: str, keys: Iterable[str], fields: Iterable[str] | None = None,
              principal: Any = None) -> dict[str, Sequence[Any]]:
@@ -340,11 +353,7 @@ class RecordStore:
         Raises StoreUnavailable when the database cannot answer.
         """
         lk = self._lookups[entity]
-        if fields is None:
-            wanted = tuple(lk.columns)
-        else:
-            asked = set(fields)
-            wanted = tuple(f for f in lk.columns if f in asked)
+        wanted = lk.order(fields)
         if lk.id_kind is int:
             bound = list(dict.fromkeys(int(k) for k in keys if _INT.match(k)))
         else:
