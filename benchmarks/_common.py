@@ -37,11 +37,6 @@ def rounds(fns: dict[str, Callable[[], object]], seconds: float, n_rounds: int =
     return got
 
 
-def rates(fns: dict[str, Callable[[], object]], seconds: float, n_rounds: int = 10) -> dict[str, float]:
-    """Calls per second of each function: its best of the interleaved rounds (like ``timeit``'s minimum)."""
-    return {name: max(r) for name, r in rounds(fns, seconds, n_rounds).items()}
-
-
 def paired_ratio(num: list[float], den: list[float]) -> tuple[float, float, float]:
     """Median, lowest and highest of ``num[i] / den[i]`` over rounds: each ratio is taken within one round,
     so a machine that slows down between rounds does not move it."""

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy import event, exc as sa_exc
 from sqlalchemy.engine import Engine
 
+from guard.compare import _all
 from guard.errors import PolicyError, Problem, StoreUnavailable
 from guard.payload import ClaimType
 from guard.policy import EntityPolicy, Policy
@@ -332,8 +333,7 @@ class RecordStore:
 
     def keys(self, entity: str, entity_ids: list[Any]) -> list[str | None]:
         """:meth:`id_key` of many ids; text ids of a text-keyed entity are their own keys."""
-        if len(entity_ids) >= 8 and self._lookups[entity].id_kind is str and len(set(map(type, entity_ids))) == 1 \
-                and type(entity_ids[0]) is str:
+        if len(entity_ids) >= 8 and self._lookups[entity].id_kind is str and _all(entity_ids, str):
             if self.engine.dialect.name != "postgresql" or "\x00" not in "".join(entity_ids):
                 return list(entity_ids)
         return list(map(self.keyer(entity), entity_ids))
@@ -382,7 +382,7 @@ class RecordStore:
                     params = tuple(by_name[n] for n in names)
                 rows = self._execute(sql, params)
                 ids = list(map(_first, rows))
-                if not (ids and len(set(map(type, ids))) == 1 and type(ids[0]) is str):
+                if not (ids and _all(ids, str)):
                     ids = [i if type(i) is str else str(i) for i in ids]
                 got = dict(zip(ids, rows))
                 if len(got) != len(rows) or (out and not got.keys().isdisjoint(out)):
