@@ -224,7 +224,7 @@ _FIELDS_OF = itemgetter("key", "entity", "entity_id", "field", "type", "value")
 
 def _columns(claims: Sequence[Claim]) -> list[tuple[Any, ...]]:
     """The claims' fields as six columns (key, entity, entity_id, field, type, value)."""
-    cols = list(zip(*map(_FIELDS_OF, map(vars, claims))))
+    cols = list(zip(*map(_FIELDS_OF, [c.__dict__ for c in claims])))
     return cols if cols else [()] * 6
 
 

@@ -6,7 +6,7 @@ policy's labels and the database's ids; it never repeats the model's text.
 
 from __future__ import annotations
 
-import uuid
+import secrets
 from operator import itemgetter
 from dataclasses import dataclass, field
 from enum import Enum
@@ -104,7 +104,7 @@ def refusal_sentence(r: ClaimResult, policy: Policy) -> str:
 def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
            warnings: tuple[Finding, ...] | list[Finding] = (), request_id: str | None = None) -> Decision:
     """Answer when every claim is confirmed; regenerate when any is contradicted; otherwise refuse."""
-    rid = request_id or uuid.uuid4().hex
+    rid = request_id or secrets.token_hex(16)
     common = dict(request_id=rid, results=tuple(results), warnings=tuple(warnings))
     statuses = list(map(_status, results))
     if _CONTRADICTED in statuses:

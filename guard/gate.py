@@ -9,7 +9,7 @@ template is refused before any database lookup), only reported, or off.
 from __future__ import annotations
 
 import time
-import uuid
+import secrets
 from dataclasses import replace
 from datetime import datetime
 from enum import Enum
@@ -178,7 +178,7 @@ class Guard:
         Raises only :class:`guard.errors.PayloadError` for a payload that cannot be read.
         """
         t0 = time.perf_counter()
-        rid = request_id or uuid.uuid4().hex
+        rid = request_id or secrets.token_hex(16)
         p = load_payload(payload, self.limits)  # a Payload built directly has skipped the slot and key checks
         ctx = LintContext(p.answer_template, self.domain or "", {c.key: c.type.value for c in p.claims},
                           self.grammar_dir, payload=p)

@@ -75,6 +75,13 @@ def test_empty_claims_refuse():
     assert d.action is Action.REFUSE and d.message
 
 
+def test_request_ids_are_fresh_128_bit_hex_unless_given():
+    payload = load_payload({"answer_template": "Hello.", "claims": []})
+    ids = {decide(payload, [], demo.policy()).request_id for _ in range(200)}
+    assert len(ids) == 200 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    assert decide(payload, [], demo.policy(), request_id="req-7").request_id == "req-7"
+
+
 def test_regenerate_loop_converges_with_facts(sqlite_demo):
     url, policy, store = sqlite_demo
     wrong = demo.payloads()["regenerate"]
