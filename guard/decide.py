@@ -146,7 +146,7 @@ def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
             if fmt is None:
                 fmt = formats[entity, name] = formatter(policy.entities[entity].fields[name], policy)
             texts.append(fmt(actual))
-        cited = [f"{e}:{r}#{f}" for e, r, f in zip(entities, row_ids, names)]
+        cited = [r.citation for r in results]
     citations = tuple([{"key": k, "citation": c, "updated_at": s} for k, c, s in zip(keys, cited, stamps)])
     return Decision(Action.ANSWER, text=substitute_in_order(payload.answer_template, keys, texts), citations=citations,
                     **common)
