@@ -30,12 +30,12 @@ import sqlalchemy as sa
 
 from _common import options, paired_ratio, rounds
 from guard import demo
-from guard.checker import check
-from guard.compare import matches, normalise_stored
-from guard.decide import decide
+from guard.records.checker import check
+from guard.records.types import matches, normalise_stored
+from guard.decision import decide
 from guard.payload import load_payload
-from guard.policy import load_policy
-from guard.store import RecordStore
+from guard.records.policy import load_policy
+from guard.records.store import RecordStore
 
 POOL = 64
 

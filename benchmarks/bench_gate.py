@@ -16,12 +16,12 @@ from pathlib import Path
 
 from _common import options, rate
 from guard import demo
-from guard.checker import check
-from guard.decide import decide
-from guard.events import EventLog
-from guard.gate import Guard
-from guard.lint import LintContext
-from guard.metrics import Metrics
+from guard.records.checker import check
+from guard.decision import decide
+from guard.observe.events import EventLog
+from guard.pipeline import Guard
+from guard.linting import LintContext
+from guard.observe.metrics import Metrics
 from guard.payload import load_payload
 
 TEMPLATE = ("Your order {order_id} shipped on {ship_date} and is expected to arrive on {eta}. "

@@ -25,9 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from guard.events import EventLog
-from guard.monitor import MonitorConfig, monitor_logs
-from guard.simulate import simulate_events
+from guard.observe.events import EventLog
+from guard.observe.monitor import MonitorConfig, monitor_logs
+from guard.observe.simulate import simulate_events
 
 
 def write_log(path: Path, lines: int) -> int:

@@ -30,7 +30,7 @@ def main() -> int:
 
     from rich.console import Console
 
-    from guard.freetext.evaluate import baseline_predictors, evaluate_challenge, model_errors, model_predictor, read_challenge, report_tables
+    from guard.freetext.evaluation import baseline_predictors, evaluate_challenge, model_errors, model_predictor, read_challenge, report_tables
     from guard.freetext.model import load
 
     clf = load(args.model) if args.model else load()

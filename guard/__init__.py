@@ -1,10 +1,9 @@
 """guard: nobody ships a sentence that was not verified.
 
-The public API is imported lazily so ``import guard`` stays cheap (no spaCy,
-SQLAlchemy or Lark until used). A function named like its stage's module
-(``lint``, ``decide``, ``verify``, ``audit``) is not re-exported here: importing
-the submodule would replace it with the module. Use ``from guard.lint import
-lint`` and the like.
+The curated public API. Names are imported lazily, so ``import guard`` stays
+cheap (no spaCy, SQLAlchemy or Lark until used); each export reports
+``__module__ == "guard"`` so reprs, docs and pickles name the facade, not the
+module that happens to define it.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from guard._version import __version__
 
 _EXPORTS = {
     "Payload": "guard.payload",
@@ -20,25 +19,33 @@ _EXPORTS = {
     "ClaimType": "guard.payload",
     "Limits": "guard.payload",
     "load_payload": "guard.payload",
-    "Policy": "guard.policy",
-    "load_policy": "guard.policy",
-    "RecordStore": "guard.store",
-    "ClaimResult": "guard.checker",
-    "Status": "guard.checker",
-    "check": "guard.checker",
-    "Decision": "guard.decide",
-    "regenerate_loop": "guard.verify",
-    "Guard": "guard.gate",
-    "load_gate_config": "guard.gate",
-    "lint_payload": "guard.lint",
-    "LintResult": "guard.lint",
-    "load_classifier": "guard.freetext_stage",
-    "EventLog": "guard.events",
-    "Metrics": "guard.metrics",
+    "Policy": "guard.records.policy",
+    "load_policy": "guard.records.policy",
+    "RecordStore": "guard.records.store",
+    "ClaimResult": "guard.records.checker",
+    "Status": "guard.records.status",
+    "check": "guard.records.checker",
+    "Decision": "guard.decision",
+    "Action": "guard.decision",
+    "decide": "guard.decision",
+    "Guard": "guard.pipeline",
+    "Mode": "guard.pipeline",
+    "verify": "guard.pipeline",
+    "regenerate_loop": "guard.pipeline",
+    "load_gate_config": "guard.pipeline",
+    "lint": "guard.linting",
+    "lint_payload": "guard.linting",
+    "LintResult": "guard.linting",
+    "load_classifier": "guard.linting.freetext",
+    "EventLog": "guard.observe.events",
+    "Metrics": "guard.observe.metrics",
     "Finding": "guard.findings",
+    "Severity": "guard.findings",
     "GuardError": "guard.errors",
     "PayloadError": "guard.errors",
+    "ConfigError": "guard.errors",
     "PolicyError": "guard.errors",
+    "EventLogError": "guard.errors",
     "StoreUnavailable": "guard.errors",
     "GrammarError": "guard.errors",
     "ModelError": "guard.errors",
@@ -52,4 +59,14 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'guard' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    try:
+        value.__module__ = "guard"
+    except (AttributeError, TypeError):
+        pass
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -2,7 +2,7 @@
 
 Items are read lazily from files (payload JSON, JSON Lines of payloads or of
 ``payload`` log events, plain-text templates), cut into chunks, and each chunk
-is judged by a worker that builds its own :class:`guard.gate.Guard` once per
+is judged by a worker that builds its own :class:`guard.pipeline.Guard` once per
 process from plain settings (a policy mapping and a database URL), so nothing
 unpicklable crosses process or machine boundaries. Every backend returns the
 same records in input order.
@@ -76,7 +76,7 @@ def read_items(paths: Iterable[str | Path]) -> Iterator[Item]:
                 for i, rec in enumerate(data if isinstance(data, list) else [data], 1):
                     yield Item(name, i, "payload", rec)
             else:
-                from guard.lint import read_sidecar
+                from guard.linting import read_sidecar
 
                 yield Item(name, 1, "template", p.read_text(encoding="utf-8"), slot_types=read_sidecar(p))
         except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -91,7 +91,7 @@ def _gate(settings: AuditSettings) -> Any:
     key = json.dumps(asdict(settings), sort_keys=True, default=str)
     gate = _GATES.get(key)
     if gate is None:
-        from guard.gate import Guard
+        from guard.pipeline import Guard
 
         gate = Guard(settings.policy, settings.db, domain=settings.domain, config=settings.config)
         _GATES[key] = gate
@@ -103,7 +103,7 @@ def _judge(settings: AuditSettings, item: Item) -> dict[str, Any]:
     out: dict[str, Any] = {"source": item.source, "index": item.index, "kind": item.kind}
     try:
         if item.kind == "template":
-            from guard.lint import run_stages, LintContext
+            from guard.linting import run_stages, LintContext
 
             res = run_stages(LintContext(item.body, settings.domain or "", dict(item.slot_types or {}), None),
                              gate.stages)

@@ -6,7 +6,9 @@ at the boundary and never leak.
 
     GuardError
     ├── PayloadError        the model's payload is not acceptable (JSON, keys, slots, limits)
-    ├── PolicyError         the policy file is wrong, or does not match the database
+    ├── ConfigError         a configuration is wrong: gate config, unknown domain or stage, bad option
+    │   └── PolicyError     the policy file is wrong, or does not match the database
+    ├── EventLogError       the event log cannot be opened, written or read
     ├── StoreUnavailable    the system of record could not be reached or answered badly
     ├── GrammarError        a grammar library could not be loaded or compiled
     ├── ModelError          a classifier model is missing, corrupt or does not match
@@ -77,10 +79,22 @@ class PayloadError(GuardError):
     code = "payload"
 
 
-class PolicyError(GuardError):
+class ConfigError(GuardError):
+    """A configuration is wrong (gate config, unknown domain or lint stage): guard refuses to run a weaker check."""
+
+    code = "config"
+
+
+class PolicyError(ConfigError):
     """The policy is malformed or refers to tables and columns the database lacks."""
 
     code = "policy"
+
+
+class EventLogError(GuardError):
+    """The event log could not be opened, written or read."""
+
+    code = "event_log"
 
 
 class StoreUnavailable(GuardError):
@@ -111,7 +125,9 @@ __all__ = [
     "Problem",
     "GuardError",
     "PayloadError",
+    "ConfigError",
     "PolicyError",
+    "EventLogError",
     "StoreUnavailable",
     "GrammarError",
     "ModelError",

@@ -13,7 +13,17 @@ import sqlalchemy as sa
 
 PG_ADMIN = os.environ.get("GUARD_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 MARIA_ADMIN = os.environ.get("GUARD_TEST_MARIADB", "mysql+pymysql://root@127.0.0.1:3306/test")
-BACKENDS = ["sqlite", "postgresql", "mariadb"]
+ALL_BACKENDS = ("sqlite", "postgresql", "mariadb")
+BACKENDS = [b.strip() for b in os.environ.get("GUARD_TEST_BACKENDS", ",".join(ALL_BACKENDS)).split(",") if b.strip()]
+"""Backends to run against: all three by default and always in CI; ``GUARD_TEST_BACKENDS=sqlite`` runs locally
+without the servers (tests that need a server are then deselected, never skipped)."""
+_unknown = set(BACKENDS) - set(ALL_BACKENDS)
+if _unknown or not BACKENDS:
+    raise pytest.UsageError(f"GUARD_TEST_BACKENDS names unknown backends {sorted(_unknown)}; use {', '.join(ALL_BACKENDS)}")
+if os.environ.get("CI") and set(BACKENDS) != set(ALL_BACKENDS):
+    raise pytest.UsageError("CI runs every backend: unset GUARD_TEST_BACKENDS")
+TAG = os.environ.get("GUARD_TEST_DB_TAG", "")
+"""Prefix for server-side test databases, so two checkouts can run the suite on one machine at once."""
 
 
 def _worker(request: pytest.FixtureRequest) -> str:
@@ -32,7 +42,7 @@ def _reach(url: str) -> sa.Engine:
 
 def backend_url(backend: str, tmp_path_factory: pytest.TempPathFactory, worker: str, tag: str = "demo") -> str:
     """A fresh, isolated database for this worker and tag on the given backend."""
-    name = f"guard_{tag}_{worker}".lower()
+    name = f"guard_{TAG}{tag}_{worker}".lower()
     if backend == "sqlite":
         return f"sqlite:///{tmp_path_factory.mktemp(name) / 'records.db'}"
     if backend == "postgresql":
@@ -56,7 +66,7 @@ def backend_url(backend: str, tmp_path_factory: pytest.TempPathFactory, worker: 
 def demo_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """(url, policy, store) with the demo data, one per backend."""
     from guard import demo
-    from guard.store import RecordStore
+    from guard.records.store import RecordStore
 
     url = backend_url(request.param, tmp_path_factory, _worker(request))
     engine = _reach(url)
@@ -72,7 +82,7 @@ def demo_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 def sqlite_demo(tmp_path_factory: pytest.TempPathFactory):
     """(url, policy, store) on SQLite only, for tests about logic rather than backends."""
     from guard import demo
-    from guard.store import RecordStore
+    from guard.records.store import RecordStore
 
     url = f"sqlite:///{tmp_path_factory.mktemp('sqlite_demo') / 'records.db'}"
     demo.build(url, n_orders=600, n_customers=200)
@@ -80,3 +90,23 @@ def sqlite_demo(tmp_path_factory: pytest.TempPathFactory):
     store = RecordStore(url, policy)
     yield url, policy, store
     store.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "backend(name): the test needs this database backend's server")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect (not skip) the tests of backends outside GUARD_TEST_BACKENDS."""
+    excluded = set(ALL_BACKENDS) - set(BACKENDS)
+    if not excluded:
+        return
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        wanted = {v for v in params.values() if isinstance(v, str)} | {
+            m.args[0] for m in item.iter_markers("backend") if m.args}
+        (drop if wanted & excluded else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

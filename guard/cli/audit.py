@@ -30,8 +30,8 @@ def audit_cmd(
     from rich.progress import Progress
 
     from guard.audit import AuditSettings, audit
-    from guard.gate import load_gate_config
-    from guard.policy import load_policy
+    from guard.pipeline import load_gate_config
+    from guard.records.policy import load_policy
 
     pol = load_policy(Path(policy)).model_dump(mode="json", exclude_none=True)
     cfg = load_gate_config(Path(config)).model_dump(mode="json") if config else None

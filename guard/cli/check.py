@@ -20,9 +20,9 @@ def check_cmd(
     values: bool = typer.Option(True, "--values/--no-values", help="Include claimed and stored values in results."),
 ) -> None:
     """Check every claim and print the decision as JSON (exit 0 for any decision, 1 for invalid input)."""
-    from guard.policy import load_policy
-    from guard.store import RecordStore
-    from guard.verify import verify
+    from guard.records.policy import load_policy
+    from guard.records.store import RecordStore
+    from guard.pipeline import verify
 
     text = read_text(payload)
     pol = load_policy(Path(policy))

@@ -21,8 +21,8 @@ def demo_cmd(
     from rich.text import Text
 
     from guard import demo
-    from guard.store import RecordStore
-    from guard.verify import verify
+    from guard.records.store import RecordStore
+    from guard.pipeline import verify
 
     console = Console()
     url = db or f"sqlite:///{Path(tempfile.mkdtemp(prefix='guard-demo-')) / 'records.db'}"

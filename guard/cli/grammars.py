@@ -21,7 +21,7 @@ GRAMMAR_DIR = typer.Option(None, "--grammar-dir", help="Directory with your own 
 @grammars_app.command("list")
 def list_cmd(grammar_dir: Optional[Path] = GRAMMAR_DIR) -> None:
     """Every domain with its number of shapes and the file it comes from."""
-    from guard.templates import list_domains, load_grammar
+    from guard.shapes import list_domains, load_grammar
 
     with _errors():
         for name, path in list_domains(grammar_dir).items():
@@ -36,7 +36,7 @@ def show_cmd(
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
 ) -> None:
     """Every approved shape of DOMAIN as readable text, with slot types in braces."""
-    from guard.templates import load_grammar, shape_text
+    from guard.shapes import load_grammar, shape_text
 
     with _errors():
         g = load_grammar(domain, grammar_dir=grammar_dir)
@@ -61,8 +61,8 @@ def export_cmd(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
 ) -> None:
     """DOMAIN as a grammar for constrained decoding: llguidance Lark or one regular expression."""
-    from guard.lint import parse_slot_types
-    from guard.templates import export, load_grammar
+    from guard.linting import parse_slot_types
+    from guard.shapes import export, load_grammar
 
     with _errors():
         names: dict[str, list[str]] = {}

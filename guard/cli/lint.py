@@ -34,9 +34,9 @@ def lint_cmd(
     max_words_without_slot: int = typer.Option(12, "--max-words-without-slot", help="R402 threshold."),
 ) -> None:
     """Lint templates: exit 0 when clean, 1 on findings, 2 on usage or input errors."""
-    from guard.lint import default_stages, find_templates, lint_file, parse_slot_types
-    from guard.ratio import RatioThresholds
-    from guard.templates import load_grammar
+    from guard.linting import default_stages, find_templates, lint_file, parse_slot_types
+    from guard.linting.ratio import RatioThresholds
+    from guard.shapes import load_grammar
 
     if fmt not in FORMATS:
         _fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -45,7 +45,7 @@ def lint_cmd(
         load_grammar(domain, grammar_dir=grammar_dir)
         classifier = None
         if model is not None and freetext is not False:
-            from guard.freetext_stage import load_classifier
+            from guard.linting.freetext import load_classifier
 
             classifier = load_classifier(model)
         stages = default_stages(freetext=freetext, ratio=ratio, classifier=classifier,
@@ -88,7 +88,7 @@ def _one(path: Path, domain: str, types: dict[str, str], grammar_dir: Optional[P
 
 def _stdin(domain: str, types: dict[str, str], grammar_dir: Optional[Path], stages) -> FileReport:
     """Standard input: a payload when it is a JSON object, otherwise a plain template."""
-    from guard.lint import lint, lint_payload
+    from guard.linting import lint, lint_payload
 
     text = sys.stdin.read()
     try:

@@ -45,7 +45,7 @@ def monitor_cmd(
     from rich.console import Console
 
     from guard.errors import GuardError
-    from guard.monitor import MonitorConfig, monitor_logs, parse_time, parse_window, render
+    from guard.observe.monitor import MonitorConfig, monitor_logs, parse_time, parse_window, render
 
     if output not in ("text", "json"):
         raise GuardError(f"--format must be text or json, not {output!r}", location="--format")
@@ -63,7 +63,7 @@ def monitor_cmd(
     )
     report = monitor_logs(logs, config)
     if plot:
-        from guard.monitor_plot import plot_report
+        from guard.observe.plot import plot_report
 
         plot_report(report, plot)
     if output == "json":

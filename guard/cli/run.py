@@ -22,7 +22,7 @@ def run_cmd(
     log: Optional[str] = typer.Option(None, "--log", help="Append the result to this JSON Lines log."),
 ) -> None:
     """Run the gate on PAYLOAD and print the decision with its lint findings (exit 0 for any decision)."""
-    from guard.gate import Guard
+    from guard.pipeline import Guard
 
     text = read_text(payload)
     with Guard(Path(policy), db, domain=domain, config=Path(config) if config else None, log=log,

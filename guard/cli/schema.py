@@ -11,8 +11,8 @@ from guard.cli._common import print_json
 
 def schema_cmd(policy: str = typer.Option(..., "--policy", help="Policy YAML file.")) -> None:
     """Print a JSON Schema for payloads under POLICY (for structured output)."""
-    from guard.policy import load_policy
-    from guard.schema import payload_schema
+    from guard.records.policy import load_policy
+    from guard.records.schema import payload_schema
 
     print_json(payload_schema(load_policy(Path(policy))))
 

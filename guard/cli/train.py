@@ -22,7 +22,7 @@ def train_cmd(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from guard.freetext.train import report_table, train, write
+    from guard.freetext.training import report_table, train, write
 
     err = Console(stderr=True)
     with Progress(TextColumn("cross-validation"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from guard.policy import Policy, load_policy
+from guard.records.policy import Policy, load_policy
 
 NOW = datetime(2026, 8, 1, 9, 0, tzinfo=timezone.utc)
 """The demo's clock: data are generated relative to it, so staleness is reproducible."""

@@ -2,7 +2,7 @@
 
 ``load()`` returns the shipped :class:`FreeTextClassifier`; ``predict(texts)``
 gives labels, per-label scores and evidence spans. Training lives in
-:mod:`guard.freetext.train` (needs scikit-learn); prediction does not import it.
+:mod:`guard.freetext.training` (needs scikit-learn); prediction does not import it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _EXPORTS = {
     "mask_slots": "guard.freetext.featurize",
     "SpacyFeaturizer": "guard.freetext.estimators",
     "MultiLabelLogistic": "guard.freetext.estimators",
-    "train": "guard.freetext.train",
+    "train": "guard.freetext.training",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -16,11 +16,11 @@ import pytest
 import sqlalchemy as sa
 
 from guard import demo
-from guard.compare import normalise_stored
+from guard.records.types import normalise_stored
 from guard.payload import ClaimType
-from guard.policy import Policy
-from guard.render import format_value
-from guard.store import RecordStore
+from guard.records.policy import Policy
+from guard.records.formatting import format_value
+from guard.records.store import RecordStore
 from tests.conftest import backend_url
 
 SECRET = "hash_7f3a_do_not_show"

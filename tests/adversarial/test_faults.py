@@ -17,12 +17,12 @@ import pytest
 import sqlalchemy as sa
 
 from guard import demo
-from guard.checker import Status
-from guard.decide import Action
-from guard.gate import Guard
-from guard.policy import Policy, load_policy
-from guard.store import RecordStore
-from guard.verify import verify
+from guard.records.checker import Status
+from guard.decision import Action
+from guard.pipeline import Guard
+from guard.records.policy import Policy, load_policy
+from guard.records.store import RecordStore
+from guard.pipeline import verify
 
 from .conftest import worker
 from tests.conftest import backend_url
@@ -142,7 +142,7 @@ def test_statement_timeout(slow_db):
 
 def test_statement_timeout_through_the_gate(slow_db, tmp_path):
     """The same fault through Guard.run: logged as unavailable, refused, then answered."""
-    from guard.events import EventLog, read_events
+    from guard.observe.events import EventLog, read_events
 
     backend, url, engine, set_sleep = slow_db
     log = tmp_path / "guard.jsonl"

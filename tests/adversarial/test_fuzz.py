@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from guard import demo
 from guard.errors import GuardError, PayloadError
-from guard.lint import lint
+from guard.linting import lint
 from guard.payload import NAME, load_payload, scan_template, template_pieces
-from guard.render import substitute
-from guard.verify import verify
+from guard.payload import substitute
+from guard.pipeline import verify
 
 from .strategies import FORMAT, SPECIAL, any_json, as_json_text, hostile_text, mutated_payloads, payloads
 from .test_properties import assert_sound, mix_in_truth

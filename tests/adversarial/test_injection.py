@@ -17,13 +17,13 @@ import pytest
 import sqlalchemy as sa
 
 from guard import demo
-from guard.checker import ClaimResult, Status
-from guard.decide import Action, decide
+from guard.records.checker import ClaimResult, Status
+from guard.decision import Action, decide
 from guard.errors import PayloadError
-from guard.gate import Guard
+from guard.pipeline import Guard
 from guard.payload import Payload, load_payload
-from guard.render import substitute
-from guard.verify import verify
+from guard.payload import substitute
+from guard.pipeline import verify
 
 from .conftest import SECRET, build_records, worker
 from .strategies import FORMAT, MARK, SQL
@@ -298,7 +298,7 @@ def test_lint_refusal_never_echoes_template_text(records):
 
 def test_invented_entities_and_fields_do_not_grow_the_metrics(records):
     """Metric labels come from the policy: 200 invented names give one `_unlisted` series, not 200."""
-    from guard.metrics import Metrics
+    from guard.observe.metrics import Metrics
 
     metrics = Metrics()
     g = Guard(records.policy, records.store, domain="orders", config=CHECKER_ONLY, metrics=metrics)

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from guard import demo
-from guard.checker import Status
-from guard.events import EventLog
-from guard.gate import Guard
+from guard.records.checker import Status
+from guard.observe.events import EventLog
+from guard.pipeline import Guard
 
 from .conftest import worker
 from tests.conftest import backend_url
@@ -90,6 +90,7 @@ def load_url(tmp_path_factory):
     return url
 
 
+@pytest.mark.backend("postgresql")
 def test_eight_threads_give_the_sequential_decisions(load_url, tmp_path):
     pool = payload_pool(POOL)
     reference = Guard(demo.policy(), load_url, domain="orders", config=GATE)

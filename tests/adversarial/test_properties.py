@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from guard import demo
-from guard.checker import Status
-from guard.decide import Action, Decision
+from guard.records.checker import Status
+from guard.decision import Action, Decision
 from guard.errors import GuardError, PayloadError
-from guard.gate import Guard
-from guard.lint import lint
+from guard.pipeline import Guard
+from guard.linting import lint
 from guard.payload import load_payload, template_pieces
-from guard.verify import verify
+from guard.pipeline import verify
 
 from .strategies import MARK, TYPE_SAMPLES, any_json, as_json_text, deep_json, hostile_text, mutated_payloads, payloads
 
@@ -228,8 +228,8 @@ def kinds(tmp_path_factory):
     """One row holding a value of every claim type."""
     import sqlalchemy as sa
 
-    from guard.policy import load_policy
-    from guard.store import RecordStore
+    from guard.records.policy import load_policy
+    from guard.records.store import RecordStore
 
     url = f"sqlite:///{tmp_path_factory.mktemp('kinds') / 'kinds.db'}"
     engine = sa.create_engine(url)
@@ -251,7 +251,7 @@ def kinds(tmp_path_factory):
 def test_every_type_against_every_other_types_values(kinds, claim_type, value_type):
     """A claim of each type, on a field of that type, with each sample value of every type: a decision
     (never an exception), and an answer always shows the stored value, not the claim."""
-    from guard.render import format_value
+    from guard.records.formatting import format_value
 
     policy, store = kinds
     fp = policy.entities["thing"].fields[claim_type]

@@ -28,7 +28,7 @@ def shipped():
 @pytest.fixture(scope="session")
 def tiny_corpus(tmp_path_factory, corpus_examples):
     """About 400 real corpus lines (every split and label set), written as a corpus directory."""
-    from guard.freetext.train import _stratified_sample
+    from guard.freetext.training import _stratified_sample
 
     picked = _stratified_sample(corpus_examples, 400, seed=1)
     out = tmp_path_factory.mktemp("tiny_corpus")

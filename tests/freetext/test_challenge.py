@@ -13,7 +13,7 @@ import pytest
 
 from guard.errors import CorpusError
 from guard.freetext.corpus import FIELDS, LABELS, corpus_files, corpus_sha256, read_corpus
-from guard.freetext.evaluate import evaluate_challenge, read_challenge
+from guard.freetext.evaluation import evaluate_challenge, read_challenge
 
 from .conftest import CORPUS
 

@@ -14,7 +14,7 @@ from guard.errors import GuardError, ModelError
 from guard.freetext import LABELS, Prediction, load
 from guard.freetext.corpus import label_matrix
 from guard.freetext.model import card_path, check_card, default_model_path, library_versions
-from guard.freetext.train import label_metrics
+from guard.freetext.training import label_metrics
 
 MODEL = default_model_path()
 

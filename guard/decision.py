@@ -1,0 +1,156 @@
+"""From claim results to one decision: answer, refuse, or regenerate from facts.
+
+A refusal names exactly what could not be verified, in sentences built from the
+policy's labels and the database's ids; it never repeats the model's text.
+"""
+
+from __future__ import annotations
+
+import secrets
+from operator import itemgetter
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from guard.records.checker import ClaimResult, Status
+from guard.findings import Finding
+from guard.payload import Payload
+from guard.records.policy import Policy
+from guard.payload import substitute_in_order
+from guard.records.formatting import format_value, formatter, to_json
+
+
+_status = itemgetter(5)
+_CONFIRMED, _CONTRADICTED = Status.CONFIRMED, Status.CONTRADICTED
+
+
+class Action(str, Enum):
+    ANSWER = "answer"
+    REFUSE = "refuse"
+    REGENERATE = "regenerate_from_facts"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome for one payload; ``to_dict()`` is the JSON the CLI prints."""
+
+    action: Action
+    request_id: str
+    results: tuple[ClaimResult, ...] = ()
+    text: str | None = None
+    citations: tuple[dict[str, Any], ...] = ()
+    message: str | None = None
+    unverified: tuple[str, ...] = ()
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    contradicted: tuple[str, ...] = ()
+    warnings: tuple[Finding, ...] = ()
+    findings: tuple[Finding, ...] = ()
+
+    def to_dict(self, include_values: bool = True) -> dict[str, Any]:
+        d: dict[str, Any] = {"action": self.action.value, "request_id": self.request_id}
+        if self.action is Action.ANSWER:
+            d.update(text=self.text, citations=list(self.citations))
+        elif self.action is Action.REFUSE:
+            d.update(message=self.message, unverified=list(self.unverified))
+        else:
+            d.update(facts=self.facts, contradicted=list(self.contradicted))
+        d["results"] = [result_dict(r, include_values) for r in self.results]
+        d["warnings"] = [w.to_dict() for w in self.warnings]
+        if self.findings:
+            d["findings"] = [f.to_dict() for f in self.findings]
+        return d
+
+
+def result_dict(r: ClaimResult, include_values: bool = True) -> dict[str, Any]:
+    d: dict[str, Any] = {"key": r.key, "entity": r.entity, "field": r.field, "type": r.type,
+                         "status": r.status.value, "citation": r.citation}
+    if r.reason:
+        d["reason"] = r.reason
+    if r.updated_at is not None:
+        d["updated_at"] = r.updated_iso or r.updated_at.isoformat()
+    if include_values:
+        d["claimed"] = r.claimed
+        d["actual"] = to_json(r.actual)
+    return d
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def refusal_sentence(r: ClaimResult, policy: Policy) -> str:
+    """One sentence for one failed claim, from policy labels and database ids only."""
+    ent = policy.entities.get(r.entity)
+    fp = ent.fields.get(r.field) if ent else None
+    if ent is None or fp is None:
+        return "One of the facts in this answer is outside what I am allowed to check, so I have not given it."
+    what = fp.label or _words(r.field)
+    noun = ent.label or _words(r.entity)
+    subject = f"{noun} {r.row_id}" if r.row_id is not None else f"the {noun} you asked about"
+    if r.status is Status.NOT_FOUND and r.row_id is None:
+        return f"I could not find the {noun} you asked about, so I have not given its {what}."
+    if r.status is Status.NOT_FOUND:
+        return f"There is no {what} on record for {subject}, so I have not given one."
+    if r.status is Status.STALE:
+        return f"I could not verify the {what} for {subject} because the record is out of date, so I have not " \
+               "given one."
+    if r.status is Status.UNAVAILABLE:
+        return f"I could not verify the {what} for {subject} because the system of record could not be reached, " \
+               "so I have not given one."
+    if r.status is Status.NOT_CHECKABLE:
+        return f"I am not able to check the {what} for the {noun} you asked about, so I have not given it."
+    return f"I could not verify the {what} for {subject}, so I have not given one."
+
+
+def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
+           warnings: tuple[Finding, ...] | list[Finding] = (), request_id: str | None = None) -> Decision:
+    """Answer when every claim is confirmed; regenerate when any is contradicted; otherwise refuse."""
+    rid = request_id or secrets.token_hex(16)
+    common = dict(request_id=rid, results=tuple(results), warnings=tuple(warnings))
+    statuses = list(map(_status, results))
+    if _CONTRADICTED in statuses:
+        contradicted = [r for r in results if r.status is _CONTRADICTED]
+        facts: dict[str, dict[str, Any]] = {}
+        for r in results:
+            if not r.resolved:
+                continue
+            fp = policy.entities[r.entity].fields[r.field]
+            facts[r.key] = {"entity": r.entity, "entity_id": r.row_id, "field": r.field, "type": r.type,
+                            "value": to_json(r.actual), "text": format_value(r.actual, fp, policy),
+                            "citation": r.citation}
+        return Decision(Action.REGENERATE, facts=facts, contradicted=tuple(r.key for r in contradicted), **common)
+    if statuses.count(_CONFIRMED) != len(statuses) or not results:
+        failed = [r for r in results if r.status is not _CONFIRMED]
+        sentences: list[str] = []
+        for r in failed:
+            s = refusal_sentence(r, policy)
+            if s not in sentences:
+                sentences.append(s)
+        if not results:
+            sentences.append("This answer has no facts I could verify, so I have not given it.")
+        return Decision(Action.REFUSE, message=" ".join(sentences), unverified=tuple(r.key for r in failed),
+                        **common)
+    columns = list(zip(*results))
+    keys, entities, names, actuals, row_ids, stamps = (columns[i] for i in (0, 1, 3, 8, 10, 14))
+    if None in stamps:
+        stamps = tuple(s if s is not None or u is None else u.isoformat() for s, u in zip(stamps, columns[11]))
+    n = len(results)
+    if entities.count(entities[0]) == n and names.count(names[0]) == n:
+        entity, name = entities[0], names[0]
+        texts = formatter(policy.entities[entity].fields[name], policy).many(actuals)
+        cited = [f"{entity}:{r}#{name}" for r in row_ids]
+    else:
+        formats: dict[tuple[str, str], Any] = {}
+        texts = []
+        for entity, name, actual in zip(entities, names, actuals):
+            fmt = formats.get((entity, name))
+            if fmt is None:
+                fmt = formats[entity, name] = formatter(policy.entities[entity].fields[name], policy)
+            texts.append(fmt(actual))
+        cited = [r.citation for r in results]
+    citations = tuple([{"key": k, "citation": c, "updated_at": s} for k, c, s in zip(keys, cited, stamps)])
+    return Decision(Action.ANSWER, text=substitute_in_order(payload.answer_template, keys, texts), citations=citations,
+                    **common)
+
+
+__all__ = ["Action", "Decision", "decide", "refusal_sentence", "result_dict"]

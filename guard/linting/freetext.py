@@ -1,0 +1,58 @@
+"""The free-text lint stage: classifier labels on each sentence become T3xx findings with evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guard.findings import Finding
+
+CODES = {"comparative": "T301", "quantity": "T302", "causal": "T303"}
+WHAT = {"comparative": "a comparison", "quantity": "a quantity", "causal": "a causal claim"}
+
+
+def load_classifier(path: Any = None) -> Any:
+    """The shipped classifier (or one at ``path``); raises ModelError with the reason when it cannot load."""
+    from guard.freetext import load
+
+    return load(path)
+
+
+def freetext_findings(template: str, classifier: Any) -> list[Finding]:
+    from guard.shapes.text import split_sentences
+
+    sentences = split_sentences(template)
+    if not sentences:
+        return []
+    findings: list[Finding] = []
+    predictions = classifier.predict([s.text for s in sentences])
+    for sent, pred in zip(sentences, predictions):
+        for label in pred.labels:
+            code = CODES.get(label)
+            if code is None:
+                continue
+            spans = pred.spans.get(label) or []
+            if spans:
+                start, end = sent.start + spans[0].start, sent.start + spans[0].end
+                evidence = ", ".join(f"'{s.text}'" for s in spans[:3])
+                msg = f"sentence {sent.index + 1} states {WHAT[label]} in free text ({evidence}); put the fact in a slot"
+            else:
+                start, end = sent.start, sent.end
+                msg = f"sentence {sent.index + 1} states {WHAT[label]} in free text; put the fact in a slot"
+            findings.append(Finding.make(
+                code, msg, sentence=sent.index, start=start, end=end,
+                data={"label": label, "score": round(float(pred.scores.get(label, 0.0)), 4),
+                      "spans": [{"start": sent.start + s.start, "end": sent.start + s.end, "text": s.text}
+                                for s in spans]}))
+    return findings
+
+
+def freetext_stage(classifier: Any):
+    """A lint stage bound to a loaded classifier."""
+
+    def stage(ctx) -> list[Finding]:
+        return freetext_findings(ctx.template, classifier)
+
+    return stage
+
+
+__all__ = ["load_classifier", "freetext_findings", "freetext_stage", "CODES"]

@@ -1,0 +1,103 @@
+"""The slot-ratio monitor: how much prose surrounds the verified slots.
+
+A template with a great deal of prose and one slot is a model routing round
+the mechanism: the prose is where unverified facts live. Two measures, with
+thresholds per domain: prose words per slot over the whole template (R401),
+and sentences of many words with no slot at all (R402).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+from pydantic import BaseModel, ConfigDict, Field
+
+from guard.findings import Finding
+from guard.payload import scan_template
+
+_WORD = regex.compile(r"[\p{L}\p{N}]+(?:['\u2019\-][\p{L}\p{N}]+)*")
+
+
+class RatioThresholds(BaseModel):
+    """Per-domain limits; a template over either is a finding."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_prose_per_slot: float = Field(default=8.0, gt=0)
+    max_words_without_slot: int = Field(default=12, ge=1)
+
+
+@dataclass(frozen=True)
+class RatioReport:
+    prose_words: int
+    slots: int
+    prose_per_slot: float
+    sentences_without_slot: int
+    sentence_words: tuple[tuple[int, int], ...]  # (prose words, slots) per sentence
+
+    @property
+    def coverage(self) -> float:
+        """Share of sentences that carry at least one slot."""
+        n = len(self.sentence_words)
+        return sum(1 for _, s in self.sentence_words if s) / n if n else 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        ratio = self.prose_per_slot if self.prose_per_slot != float("inf") else None
+        return {"prose_words": self.prose_words, "slots": self.slots, "prose_per_slot": ratio,
+                "sentences_without_slot": self.sentences_without_slot, "coverage": round(self.coverage, 4)}
+
+
+def measure(template: str) -> RatioReport:
+    """Prose words, slots and their ratio (``inf`` prose per slot when there is prose and no slot)."""
+    from guard.shapes.text import split_sentences
+
+    slots, _ = scan_template(template)
+    per_sentence = []
+    total_words = 0
+    for sent in split_sentences(template):
+        inside = [s for s in slots if sent.start <= s.start and s.end <= sent.end]
+        prose = template[sent.start:sent.end]
+        for s in sorted(inside, key=lambda s: -s.start):
+            prose = prose[: s.start - sent.start] + " " + prose[s.end - sent.start:]
+        words = len(_WORD.findall(prose))
+        total_words += words
+        per_sentence.append((words, len(inside)))
+    n = len(slots)
+    ratio = total_words / n if n else (float("inf") if total_words else 0.0)
+    return RatioReport(total_words, n, ratio, sum(1 for _, s in per_sentence if not s), tuple(per_sentence))
+
+
+def ratio_findings(template: str, thresholds: RatioThresholds | None = None) -> tuple[RatioReport, list[Finding]]:
+    from guard.shapes.text import split_sentences
+
+    t = thresholds or RatioThresholds()
+    report = measure(template)
+    findings: list[Finding] = []
+    if report.prose_per_slot > t.max_prose_per_slot:
+        shown = "no slot" if report.slots == 0 else f"{report.prose_per_slot:.1f} prose words per slot"
+        findings.append(Finding.make(
+            "R401", f"{report.prose_words} words of prose around {report.slots} slot(s) ({shown}); the limit is "
+                    f"{t.max_prose_per_slot:g} per slot: state facts through slots",
+            start=0, end=len(template), data=report.to_dict()))
+    for sent, (words, slots) in zip(split_sentences(template), report.sentence_words):
+        if slots == 0 and words > t.max_words_without_slot:
+            findings.append(Finding.make(
+                "R402", f"sentence {sent.index + 1} has {words} words and no slot; the limit is "
+                        f"{t.max_words_without_slot}", sentence=sent.index, start=sent.start, end=sent.end,
+                data={"words": words}))
+    return report, findings
+
+
+__all__ = ["RatioThresholds", "RatioReport", "measure", "ratio_findings"]
+
+
+def ratio_stage(thresholds: RatioThresholds | None = None):
+    """A lint stage (``LintContext -> findings``) that also leaves its measures in ``ctx.extra['ratio']``."""
+
+    def stage(ctx) -> list[Finding]:
+        report, findings = ratio_findings(ctx.template, thresholds)
+        ctx.extra["ratio"] = report
+        return findings
+
+    return stage

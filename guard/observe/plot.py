@@ -1,0 +1,159 @@
+"""Plots of a monitor report: rates per field over time with the alerts marked.
+
+``plot_report(report, "report.html")`` writes one self-contained HTML page
+(inline SVG, the alerts as a table, nothing fetched from anywhere);
+``.png`` and ``.svg`` write the figure alone. matplotlib is imported only
+here, with the non-interactive Agg backend, so the monitor runs without it.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from guard.errors import GuardError
+from guard.observe.monitor import Report
+
+MAX_FIELDS = 10
+"""More lines than this make a plot unreadable; the fields with alerts and the highest rates are kept."""
+
+
+def _figure(report: Report) -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=True)
+        import matplotlib.dates as mdates
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - matplotlib is in the plot extra
+        raise GuardError("plotting needs matplotlib: pip install 'guard[plot]'") from exc
+
+    cfg = report.config
+    starts = [report.window_start(w) for w in report.windows]
+    half = cfg.window / 2
+    centres = [s + half for s in starts]
+    alerted = {(a.entity, a.field) for a in report.alerts if a.kind == "rate_jump"}
+
+    def peak(series: Any) -> float:
+        rates = [series.rate(w, s) or 0.0 for w in report.windows for s in cfg.watched]
+        return max(rates, default=0.0)
+
+    chosen = sorted(report.fields, key=lambda s: ((s.entity, s.field) not in alerted, -peak(s)))[:MAX_FIELDS]
+    chosen.sort(key=lambda s: s.name)
+
+    rows = len(cfg.watched) + 1
+    fig, axes = plt.subplots(rows, 1, figsize=(11, 3.0 * rows), sharex=True, squeeze=False)
+    axes = [a[0] for a in axes]
+    colours = plt.get_cmap("tab10")
+    for ax, status in zip(axes, cfg.watched):
+        for i, series in enumerate(chosen):
+            values = [series.rate(w, status) for w in report.windows]
+            ys = [math.nan if v is None else 100 * v for v in values]
+            ax.plot(centres, ys, marker=".", linewidth=1.4, color=colours(i % 10), label=series.name)
+        for a in report.alerts:
+            if a.kind == "rate_jump" and a.status == status:
+                ax.axvspan(a.window_start, a.window_end, color="red", alpha=0.08)
+                ax.plot([a.window_start + half], [100 * a.current], marker="v", markersize=11,
+                        color="red", linestyle="none")
+        ax.set_ylabel(f"{status} %")
+        ax.set_title(f"{status.replace('_', ' ')} rate per field (resolved claims; red = alert)", loc="left", fontsize=10)
+        ax.grid(alpha=0.3)
+    if chosen:
+        axes[0].legend(loc="upper left", fontsize=8, ncol=min(len(chosen), 5))
+
+    ax = axes[-1]
+    medians = [report.prose_summary(w)["median"] for w in report.windows]
+    p90s = [report.prose_summary(w)["p90"] for w in report.windows]
+    ax.plot(centres, [math.nan if v is None else v for v in medians], marker=".", color="black", label="median")
+    ax.plot(centres, [math.nan if v is None else v for v in p90s], linestyle="--", color="grey", label="p90")
+    for a in report.alerts:
+        if a.kind == "slot_ratio_drift":
+            ax.axvspan(a.window_start, a.window_end, color="red", alpha=0.08)
+            ax.plot([a.window_start + half], [a.current], marker="v", markersize=11, color="red", linestyle="none")
+    ax.set_ylabel("words per slot")
+    ax.set_title("prose words per slot (red = drift)", loc="left", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    return fig
+
+
+def _html(report: Report, svg: str) -> str:
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{e(a.window_start.strftime('%Y-%m-%d %H:%M'))}</td><td>{e(a.kind)}</td>"
+        f"<td>{e(a.subject)}</td><td>{e(a.message)}</td></tr>"
+        for a in report.alerts
+    )
+    alerts = (
+        f"<table><tr><th>window start (UTC)</th><th>kind</th><th>subject</th><th>what</th></tr>{rows}</table>"
+        if report.alerts else "<p>No alerts.</p>"
+    )
+    watched = report.config.watched
+    head = "".join(f"<th>{e(s)}</th>" for s in watched)
+    body = ""
+    for series in report.fields:
+        resolved = sum(series.resolved(w) for w in report.windows)
+        rates = "".join(
+            f"<td>{sum(series.count(w, s) for w in report.windows) / resolved:.1%}</td>" if resolved else "<td>-</td>"
+            for s in watched
+        )
+        body += f"<tr><td>{e(series.name)}</td><td>{resolved}</td>{rates}</tr>"
+    fields = f"<table><tr><th>field</th><th>resolved claims</th>{head}</tr>{body}</table>"
+    span = ""
+    if report.windows:
+        first, last = report.window_start(report.windows[0]), report.window_start(report.windows[-1])
+        span = f"{first:%Y-%m-%d %H:%M} to {last + report.config.window:%Y-%m-%d %H:%M} UTC"
+    made = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>guard monitor report</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:90%}}svg{{max-width:100%;height:auto}}</style>
+</head><body>
+<h1>guard monitor</h1>
+<p>{e(span)}; {report.counters['claims']} claim results, {report.counters['decisions']} decisions,
+windows of {e(str(report.config.window))}. Made {e(made)}.</p>
+<h2>Alerts ({len(report.alerts)})</h2>
+{alerts}
+<h2>Fields (all windows)</h2>
+{fields}
+<h2>Rates over time</h2>
+{svg}
+</body></html>
+"""
+
+
+def plot_report(report: Report, path: str | Path) -> Path:
+    """Write the report's plot to ``path``: ``.html``/``.htm``, ``.png`` or ``.svg``."""
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in (".html", ".htm", ".png", ".svg"):
+        raise GuardError("the plot file must end in .html, .png or .svg", location=str(target))
+    fig = _figure(report)
+    import matplotlib.pyplot as plt
+
+    try:
+        if suffix == ".png":
+            fig.savefig(target, format="png", dpi=110)
+        elif suffix == ".svg":
+            fig.savefig(target, format="svg")
+        else:
+            buffer = io.StringIO()
+            fig.savefig(buffer, format="svg")
+            svg = buffer.getvalue()
+            svg = svg[svg.index("<svg"):]
+            target.write_text(_html(report, svg), encoding="utf-8")
+    except OSError as exc:
+        raise GuardError(f"cannot write the plot: {exc.strerror}", location=str(target)) from exc
+    finally:
+        plt.close(fig)
+    return target
+
+
+__all__ = ["plot_report", "MAX_FIELDS"]

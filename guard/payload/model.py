@@ -1,0 +1,234 @@
+"""The model's payload: an answer template with ``{slot}`` placeholders and typed claims.
+
+Everything here runs before any database access; every problem with a payload
+is reported at once, with where it is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+from typing import Any, Union
+
+import regex
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+
+from guard.errors import PayloadError, Problem
+from guard.findings import Finding, Severity
+from guard.payload.slots import NAME, scan_template
+
+
+class ClaimType(str, Enum):
+    IDENTIFIER = "identifier"
+    STRING = "string"
+    INTEGER = "integer"
+    DECIMAL = "decimal"
+    MONEY = "money"
+    DATE = "date"
+    TIMESTAMP = "timestamp"
+    ENUM = "enum"
+    BOOLEAN = "boolean"
+
+
+Scalar = Union[StrictBool, StrictInt, StrictFloat, StrictStr, None]
+
+
+class Claim(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: StrictStr = Field(min_length=1, max_length=64)
+    type: ClaimType
+    entity: StrictStr = Field(min_length=1, max_length=128)
+    entity_id: Union[StrictStr, StrictInt] = Field(union_mode="left_to_right")
+    field: StrictStr = Field(min_length=1, max_length=128)
+    value: Scalar
+
+
+class Payload(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    answer_template: StrictStr
+    claims: list[Claim]
+
+    def claim(self, key: str) -> Claim:
+        for c in self.claims:
+            if c.key == key:
+                return c
+        raise KeyError(key)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size limits checked before parsing the claims, so a huge payload costs little."""
+
+    max_bytes: int = 256_000
+    max_template_chars: int = 8_000
+    max_claims: int = 100
+    max_value_chars: int = 2_000
+    max_entity_id_chars: int = 256
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _loc(err: dict[str, Any], raw: Any) -> str:
+    parts = [str(p) for p in err.get("loc", ())]
+    if len(parts) >= 2 and parts[0] == "claims" and parts[1].isdigit():
+        idx = int(parts[1])
+        where = f"claims[{idx}]"
+        try:
+            key = raw["claims"][idx]["key"]
+            if isinstance(key, str) and NAME.fullmatch(key):
+                where += f" (key '{key}')"
+        except (KeyError, IndexError, TypeError):
+            pass
+        rest = [p for p in parts[2:] if not p.startswith(("str", "int", "bool", "float", "none", "function"))]
+        return where + ("." + ".".join(rest) if rest else "")
+    return ".".join(parts) or "payload"
+
+
+_UNION_MESSAGES = {
+    "value": "value must be a JSON string, number, boolean or null",
+    "entity_id": "entity_id must be a string or an integer",
+}
+
+
+def _schema_problems(exc: ValidationError, raw: Any) -> list[Problem]:
+    """One problem per location: a union's per-member complaints become one sentence."""
+    out: dict[str, Problem] = {}
+    for e in exc.errors(include_url=False):
+        where = _loc(e, raw)
+        last = str(e["loc"][2]) if len(e["loc"]) > 2 and e["loc"][0] == "claims" else ""
+        msg = _UNION_MESSAGES.get(last, e["msg"]) if len(e["loc"]) > 3 else e["msg"]
+        if e["type"] == "missing":
+            msg = "this key is required"
+        elif e["type"] == "extra_forbidden":
+            msg = "unknown key; allowed keys are " + (
+                "key, type, entity, entity_id, field, value" if e["loc"][0] == "claims" else "answer_template, claims")
+        out.setdefault(where, Problem("schema", msg, where))
+    return list(out.values())
+
+
+def _parse_json(data: str | bytes, limits: Limits) -> Any:
+    size = len(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
+    if size > limits.max_bytes:
+        raise PayloadError(f"the payload is {size} bytes; the limit is {limits.max_bytes}", location="payload")
+    try:
+        return json.loads(data, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise PayloadError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                           location=f"line {exc.lineno}, column {exc.colno}") from None
+    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+        raise PayloadError(f"invalid JSON: {exc}", location="payload") from None
+
+
+def _check_limits(raw: dict[str, Any], limits: Limits) -> list[Problem]:
+    problems: list[Problem] = []
+    template = raw.get("answer_template")
+    if isinstance(template, str) and len(template) > limits.max_template_chars:
+        problems.append(Problem("limit", f"the template has {len(template)} characters; the limit is "
+                                         f"{limits.max_template_chars}", "answer_template"))
+    claims = raw.get("claims")
+    if isinstance(claims, list):
+        if len(claims) > limits.max_claims:
+            problems.append(Problem("limit", f"{len(claims)} claims; the limit is {limits.max_claims}", "claims"))
+        else:
+            for i, c in enumerate(claims):
+                if not isinstance(c, dict):
+                    continue
+                v = c.get("value")
+                if isinstance(v, str) and len(v) > limits.max_value_chars:
+                    problems.append(Problem("limit", f"value has {len(v)} characters; the limit is "
+                                                     f"{limits.max_value_chars}", f"claims[{i}].value"))
+                if isinstance(v, float) and not math.isfinite(v):
+                    problems.append(Problem("value", "value must be a finite number", f"claims[{i}].value"))
+                eid = c.get("entity_id")
+                if isinstance(eid, str) and len(eid) > limits.max_entity_id_chars:
+                    problems.append(Problem("limit", f"entity_id has {len(eid)} characters; the limit is "
+                                                     f"{limits.max_entity_id_chars}", f"claims[{i}].entity_id"))
+    return problems
+
+
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+
+
+def _surrogates(payload: Payload) -> list[Problem]:
+    """Lone surrogates (JSON ``"\\ud800"``) are not text: they cannot be encoded, so logging or showing them fails."""
+    fields = [("answer_template", payload.answer_template)]
+    for i, c in enumerate(payload.claims):
+        fields += [(f"claims[{i}].{k}", getattr(c, k)) for k in ("key", "entity", "entity_id", "field", "value")]
+    out = []
+    for where, text in fields:
+        m = _SURROGATE.search(text) if isinstance(text, str) else None
+        if m:
+            out.append(Problem("unicode", f"lone surrogate U+{ord(m.group()):04X} at character {m.start() + 1}; "
+                                          "text must be valid Unicode", where))
+    return out
+
+
+def load_payload(data: str | bytes | dict[str, Any] | Payload, limits: Limits | None = None) -> Payload:
+    """Parse and validate a payload; every problem is reported at once in a PayloadError.
+
+    Checks JSON, keys, types, limits, claim keys, duplicate keys, slot syntax
+    and that every slot has a claim. A claim no slot uses is not an error: see
+    :func:`unused_claims`.
+    """
+    limits = limits or Limits()
+    if isinstance(data, Payload):
+        raw: Any = data.model_dump(mode="json")
+    elif isinstance(data, (str, bytes, bytearray)):
+        raw = _parse_json(bytes(data) if isinstance(data, bytearray) else data, limits)
+    else:
+        raw = data
+    if not isinstance(raw, dict):
+        raise PayloadError("the payload must be a JSON object with answer_template and claims", location="payload")
+    problems = _check_limits(raw, limits)
+    if problems:
+        raise PayloadError("the payload exceeds a limit", problems=problems)
+    try:
+        payload = Payload.model_validate(raw)
+    except ValidationError as exc:
+        problems = _schema_problems(exc, raw)
+        raise PayloadError("the payload does not match the schema", problems=problems) from None
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise PayloadError(f"the payload could not be read: {exc}", location="payload") from None
+
+    problems = _surrogates(payload)
+    seen: dict[str, int] = {}
+    for i, c in enumerate(payload.claims):
+        if not NAME.fullmatch(c.key):
+            problems.append(Problem("key", "a claim key must be letters, digits and underscores, starting with a "
+                                           "letter or _", f"claims[{i}].key"))
+        elif c.key in seen:
+            problems.append(Problem("duplicate", f"key '{c.key}' is also used by claims[{seen[c.key]}]",
+                                    f"claims[{i}].key"))
+        else:
+            seen[c.key] = i
+    slots, findings = scan_template(payload.answer_template)
+    for f in findings:
+        problems.append(Problem(f.code, f.message, f"answer_template:{f.start + 1}"))
+    for s in slots:
+        if s.name not in seen:
+            problems.append(Problem("F107", f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
+                                    f"answer_template:{s.start + 1}"))
+    if problems:
+        raise PayloadError("the payload was rejected", problems=problems)
+    return payload
+
+
+def unused_claims(payload: Payload) -> list[Finding]:
+    """A warning for every claim that no slot uses (it would be checked but never shown)."""
+    used = {s.name for s in scan_template(payload.answer_template)[0]}
+    return [
+        Finding.make("F108", f"claim '{c.key}' is not used by any slot", severity=Severity.WARNING,
+                     data={"key": c.key})
+        for c in payload.claims
+        if c.key not in used
+    ]
+
+
+__all__ = ["ClaimType", "Claim", "Payload", "Limits", "load_payload", "unused_claims"]

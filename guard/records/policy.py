@@ -1,0 +1,258 @@
+"""The policy: which entities and fields may be read, and how each is compared and shown.
+
+The whitelist lives here, in a file the application owns, never in the prompt.
+Table and column names used in SQL come only from a loaded policy; strings from
+the payload are only ever looked up in it.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Optional
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from babel import Locale, UnknownLocaleError
+from babel.numbers import get_currency_precision, list_currencies
+from pydantic import TypeAdapter, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from guard.errors import PolicyError, Problem
+from guard.payload import NAME, ClaimType
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w)\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_SQL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
+
+
+def parse_duration(text: str | int | float | timedelta) -> timedelta:
+    """``30d``, ``2h``, ``15m``, ``45s``, ``1w``, ISO 8601 ``P30D``, or seconds as a number."""
+    if isinstance(text, timedelta):
+        return text
+    if isinstance(text, bool):
+        raise ValueError("a duration is a number with a unit, e.g. 30d, 2h, 15m")
+    if isinstance(text, (int, float)):
+        if text < 0:
+            raise ValueError("a duration cannot be negative")
+        return timedelta(seconds=text)
+    m = _DURATION.match(str(text))
+    if not m and str(text).startswith("P"):
+        try:
+            return TypeAdapter(timedelta).validate_python(str(text))
+        except ValidationError:
+            pass
+    if not m:
+        raise ValueError(f"'{text}' is not a duration; write a number and a unit: 30d, 2h, 15m, 45s, 1w")
+    return timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+
+
+class FieldPolicy(BaseModel):
+    """One readable field: its type, how it is compared, and how a person calls it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: ClaimType
+    column: Optional[str] = None
+    label: Optional[str] = None
+    freshness: Optional[timedelta] = None
+    currency: Optional[str] = None
+    tolerance: Optional[Decimal] = None
+    unit: Optional[str] = None
+    aliases: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("freshness", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> Any:
+        return None if v is None else parse_duration(v)
+
+    @field_validator("tolerance", mode="before")
+    @classmethod
+    def _tolerance(cls, v: Any) -> Any:
+        if v is None:
+            return None
+        if isinstance(v, bool):
+            raise ValueError("tolerance must be a number")
+        d = Decimal(str(v))
+        if not d.is_finite() or d < 0:
+            raise ValueError("tolerance must be a finite number >= 0")
+        return d
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, v: Optional[str]) -> Optional[str]:
+        if v is None:
+            return v
+        if v.upper() != v or v not in list_currencies():
+            raise ValueError(f"'{v}' is not an ISO 4217 currency code (e.g. GBP, JPY, BHD)")
+        return v
+
+    @field_validator("column")
+    @classmethod
+    def _column(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not _SQL_NAME.match(v):
+            raise ValueError(f"'{v}' is not a plain column name")
+        return v
+
+    @model_validator(mode="after")
+    def _by_type(self) -> "FieldPolicy":
+        if self.type is ClaimType.MONEY and not self.currency:
+            raise ValueError("a money field needs a currency (e.g. currency: GBP)")
+        if self.type is not ClaimType.MONEY and self.currency:
+            raise ValueError("currency applies only to money fields")
+        if self.tolerance is not None and self.type not in (ClaimType.DECIMAL, ClaimType.TIMESTAMP):
+            raise ValueError("tolerance applies only to decimal and timestamp fields")
+        if self.aliases and self.type is not ClaimType.ENUM:
+            raise ValueError("aliases apply only to enum fields")
+        seen: dict[str, str] = {}
+        for canon, alts in self.aliases.items():
+            for a in [canon, *alts]:
+                k = a.casefold()
+                if k in seen and seen[k] != canon:
+                    raise ValueError(f"alias '{a}' maps to both '{seen[k]}' and '{canon}'")
+                seen[k] = canon
+        return self
+
+    @property
+    def exponent(self) -> int:
+        return get_currency_precision(self.currency) if self.currency else 0
+
+    def canonical_enum(self, value: str) -> str:
+        """Case-folded value mapped through the alias table."""
+        k = value.strip().casefold()
+        for canon, alts in self.aliases.items():
+            if k == canon.casefold() or k in (a.casefold() for a in alts):
+                return canon.casefold()
+        return k
+
+
+class EntityPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    table: str
+    id: str = "id"
+    updated_at: Optional[str] = None
+    scope: Optional[str] = None
+    label: Optional[str] = None
+    fields: dict[str, FieldPolicy]
+
+    @field_validator("table", "id", "updated_at", "scope")
+    @classmethod
+    def _sql_name(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not _SQL_NAME.match(v):
+            raise ValueError(f"'{v}' is not a plain table or column name")
+        return v
+
+    @model_validator(mode="after")
+    def _fields(self) -> "EntityPolicy":
+        if not self.fields:
+            raise ValueError("an entity needs at least one readable field")
+        for name in self.fields:
+            if not NAME.fullmatch(name):
+                raise ValueError(f"field name '{name}' must be letters, digits and underscores")
+        return self
+
+    def column(self, field: str) -> str:
+        return self.fields[field].column or field
+
+
+class Policy(BaseModel):
+    """The application's whitelist. Build from YAML with :func:`load_policy` or directly in Python."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timezone: str = "UTC"
+    locale: str = "en_GB"
+    db_timezone: str = "UTC"
+    entities: dict[str, EntityPolicy]
+
+    @field_validator("timezone", "db_timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"'{v}' is not an IANA time zone (e.g. Europe/London)") from None
+        return v
+
+    @field_validator("locale")
+    @classmethod
+    def _locale(cls, v: str) -> str:
+        try:
+            Locale.parse(v)
+        except (UnknownLocaleError, ValueError, TypeError):
+            raise ValueError(f"'{v}' is not a locale Babel knows (e.g. en_GB)") from None
+        return v
+
+    @model_validator(mode="after")
+    def _names(self) -> "Policy":
+        if not self.entities:
+            raise ValueError("a policy needs at least one entity")
+        for name in self.entities:
+            if not NAME.fullmatch(name):
+                raise ValueError(f"entity name '{name}' must be letters, digits and underscores")
+        return self
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    @property
+    def db_tz(self) -> ZoneInfo:
+        return ZoneInfo(self.db_timezone)
+
+    def field(self, entity: str, field: str) -> FieldPolicy | None:
+        """The field's policy, or None when the pair is not whitelisted."""
+        e = self.entities.get(entity)
+        if e is None:
+            return None
+        return e.fields.get(field)
+
+
+def _problems(exc: ValidationError) -> list[Problem]:
+    out = []
+    for e in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in e["loc"] if not str(p).startswith(("function-", "constrained")))
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        out.append(Problem("policy", msg, loc))
+    return out
+
+
+def load_policy(source: str | Path | dict[str, Any] | Policy) -> Policy:
+    """Read a policy from a YAML file, YAML text or a mapping; every problem in one PolicyError.
+
+    Checking the policy against the database happens when a
+    :class:`guard.records.store.RecordStore` is opened with it.
+    """
+    if isinstance(source, Policy):
+        return source
+    where = "policy"
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))):
+        path = Path(source)
+        where = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PolicyError(f"cannot read the policy file: {exc.strerror}", location=where) from None
+        source = text
+    if isinstance(source, str):
+        try:
+            data = yaml.safe_load(source)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            loc = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
+            raise PolicyError(f"the policy is not valid YAML: {getattr(exc, 'problem', exc)}", location=loc) from None
+    else:
+        data = source
+    if not isinstance(data, dict):
+        raise PolicyError("the policy must be a mapping with timezone, locale and entities", location=where)
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        raise PolicyError("the policy is invalid", problems=_problems(exc), location=where) from None
+
+
+__all__ = ["FieldPolicy", "EntityPolicy", "Policy", "load_policy", "parse_duration"]

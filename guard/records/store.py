@@ -1,0 +1,473 @@
+"""The system of record, read through SQLAlchemy Core.
+
+One statement per entity is built and compiled once at start-up (an expanding
+``IN`` over bound ids, plus the row scope when a principal is given), so a
+payload costs one round trip per entity whatever its number of claims. Table
+and column names come from the policy, checked against the reflected schema;
+ids and principals are always bound parameters. Driver errors are translated
+into :class:`guard.errors.StoreUnavailable` with a cause a person can read.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from operator import itemgetter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy import event, exc as sa_exc
+from sqlalchemy.engine import Engine
+
+from guard.records.types import _all
+from guard.errors import PolicyError, Problem, StoreUnavailable
+from guard.payload import ClaimType
+from guard.records.policy import EntityPolicy, Policy
+
+UPDATED_AT = "__updated_at__"
+ID = "__id__"
+_INT = re.compile(r"^[+-]?\d{1,18}$")
+_first = itemgetter(0)
+
+_CAUSES = [
+    ("timeout", re.compile(r"statement timeout|canceling statement|max_statement_time|query execution was interrupted"
+                           r"|interrupted|timed out|timeout", re.I)),
+    ("locked", re.compile(r"database is locked|database table is locked|lock wait", re.I)),
+    ("schema", re.compile(r"no such column|no such table|unknown column|does not exist|doesn't exist|undefined", re.I)),
+    ("connection", re.compile(r"connect|connection|server closed|gone away|lost connection|terminat|broken pipe"
+                              r"|shutdown|reset by peer|unable to open", re.I)),
+]
+_CAUSE_TEXT = {
+    "timeout": "the query took longer than the statement timeout",
+    "locked": "the database is locked",
+    "schema": "the database no longer matches the policy (a table or column is missing)",
+    "connection": "the database server could not be reached",
+    "garbage": "the database returned a value that could not be read",
+    "error": "the database reported an error",
+}
+
+
+class _Garbage(Exception):
+    pass
+
+
+class _DriverError(Exception):
+    """A DBAPI error raised on the direct cursor path, with whether the driver called it a disconnect."""
+
+    def __init__(self, error: BaseException, disconnect: bool) -> None:
+        self.error, self.disconnect = error, disconnect
+
+
+
+
+def classify_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__} {exc}"
+    orig = getattr(exc, "orig", None)
+    if orig is not None:
+        text += f" {type(orig).__name__} {orig}"
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return "connection"
+    for cause, pattern in _CAUSES:
+        if pattern.search(text):
+            return cause
+    return "error"
+
+
+def unavailable(exc: BaseException, where: str, *, disconnect: bool = False) -> StoreUnavailable:
+    cause = "connection" if disconnect else classify_error(exc)
+    err = StoreUnavailable(f"the system of record could not be reached: {_CAUSE_TEXT[cause]}", location=where)
+    err.cause = cause  # type: ignore[attr-defined]
+    return err
+
+
+_MAX_STATEMENTS = 2048
+
+
+@dataclass
+class _Lookup:
+    """What is read for one entity, and its statements compiled once per (batch size, scope, fields)."""
+
+    entity: str
+    policy: EntityPolicy
+    id_kind: type
+    scope_kind: type | None
+    columns: dict[str, sa.ColumnElement[Any]]
+    id_col: sa.Column[Any]
+    scope_col: sa.Column[Any] | None
+    updated_col: sa.ColumnElement[Any] | None
+    compiled: dict[tuple[int, bool, tuple[str, ...]], tuple[str, tuple[str, ...], str]] = field(default_factory=dict)
+    orders: dict[Any, tuple[str, ...]] = field(default_factory=dict)
+
+    def order(self, fields: Iterable[str] | None) -> tuple[str, ...]:
+        """The readable ones of ``fields`` (default: all) in policy order, remembered per set of names."""
+        key = None if fields is None else frozenset(fields)
+        hit = self.orders.get(key)
+        if hit is None:
+            hit = tuple(self.columns) if key is None else tuple(f for f in self.columns if f in key)
+            if len(self.orders) >= _MAX_STATEMENTS:
+                self.orders.clear()
+            self.orders[key] = hit
+        return hit
+
+    def statement(self, n: int, scoped: bool, fields: tuple[str, ...],
+                  dialect: Any) -> tuple[str, tuple[str, ...], str]:
+        """SQL text, parameter names in order, and how the driver takes them: ``named``, or by position
+        in the order the ids are ``given`` (then the principal), or ``reordered``.
+
+        Names come from the policy only.
+
+        The select list is ``id, *fields, updated_at`` (the last only when the entity has one): reading
+        the columns a payload claims, not every whitelisted one, keeps the rows as small as the lookup.
+        """
+        key = (n, scoped, fields)
+        hit = self.compiled.get(key)
+        if hit is None:
+            selected = [self.id_col.label(ID), *(self.columns[f] for f in fields)]
+            if self.updated_col is not None:
+                selected.append(self.updated_col)
+            stmt = sa.select(*selected).where(self.id_col.in_([sa.bindparam(f"id{i}") for i in range(n)]))
+            if scoped and self.scope_col is not None:
+                stmt = stmt.where(self.scope_col == sa.bindparam("principal"))
+            c = stmt.compile(dialect=dialect)
+            names = tuple(c.positiontup) if c.positional else self.canonical(n, scoped)
+            mode = "named" if not c.positional else "given" if names == self.canonical(n, scoped) else "reordered"
+            hit = (c.string, names, mode)
+            if len(self.compiled) >= _MAX_STATEMENTS:
+                self.compiled.clear()
+            self.compiled[key] = hit
+        return hit
+
+    @staticmethod
+    @lru_cache(maxsize=1024)
+    def canonical(n: int, scoped: bool) -> tuple[str, ...]:
+        """Parameter names in the order the ids are given: ``id0 .. id{n-1}``, then ``principal``."""
+        return (*(f"id{i}" for i in range(n)), *(("principal",) if scoped else ()))
+
+
+def _python_type(col: sa.Column[Any]) -> type:
+    try:
+        t = col.type.python_type
+    except NotImplementedError:
+        return str
+    return int if t is int else str
+
+
+def _timeouts(engine: Engine, statement_timeout: float) -> None:
+    """Per-connection statement timeout for servers that support one."""
+    name = engine.dialect.name
+    if name == "mysql" or name == "mariadb":
+        @event.listens_for(engine, "connect")
+        def _set(dbapi_conn: Any, record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            try:
+                server = dbapi_conn.get_server_info() if hasattr(dbapi_conn, "get_server_info") else ""
+                if "MariaDB" in str(server):
+                    cur.execute(f"SET SESSION max_statement_time = {float(statement_timeout):.3f}")
+                else:
+                    cur.execute(f"SET SESSION max_execution_time = {int(statement_timeout * 1000)}")
+            finally:
+                cur.close()
+
+
+def make_engine(url: str, *, statement_timeout: float = 5.0, connect_timeout: float = 5.0,
+                pool_size: int = 10) -> Engine:
+    """An engine with guard's defaults: pre-ping (recovers after restarts), timeouts, a bounded pool."""
+    try:
+        u = sa.make_url(url)
+    except sa_exc.ArgumentError:
+        raise StoreUnavailable(f"'{url}' is not a database URL", location="db") from None
+    backend = u.get_backend_name()
+    kw: dict[str, Any] = {"pool_pre_ping": backend != "sqlite"}
+    connect_args: dict[str, Any] = {}
+    if backend == "sqlite":
+        connect_args = {"timeout": statement_timeout, "check_same_thread": False}
+    else:
+        kw.update(pool_size=pool_size, max_overflow=pool_size, pool_timeout=connect_timeout, pool_recycle=1800)
+        if backend == "postgresql":
+            options = " ".join(filter(None, [str(u.query.get("options", "")),
+                                             f"-c statement_timeout={int(statement_timeout * 1000)}"]))
+            connect_args = {"connect_timeout": max(1, int(connect_timeout)), "options": options}
+        elif backend in ("mysql", "mariadb"):
+            connect_args = {"connect_timeout": max(1, int(connect_timeout)),
+                            "read_timeout": max(1, int(statement_timeout * 2 + 1))}
+    try:
+        engine = sa.create_engine(u, connect_args=connect_args, **kw)
+    except (sa_exc.SQLAlchemyError, ImportError, TypeError, ValueError) as exc:
+        raise StoreUnavailable(f"cannot open {u.render_as_string(hide_password=True)}: {exc}", location="db") from None
+    _timeouts(engine, statement_timeout)
+    return engine
+
+
+class RecordStore:
+    """Reads whitelisted fields of policy entities, many ids per query.
+
+    Opening the store reflects the policy's tables: a table or column that the
+    database lacks is a :class:`PolicyError` now, not at the first request.
+    """
+
+    def __init__(self, db: str | Engine, policy: Policy, *, statement_timeout: float = 5.0,
+                 connect_timeout: float = 5.0, pool_size: int = 10, defer_if_unavailable: bool = True) -> None:
+        self.policy = policy
+        self.engine = db if isinstance(db, Engine) else make_engine(
+            db, statement_timeout=statement_timeout, connect_timeout=connect_timeout, pool_size=pool_size)
+        self.batch_size = 500
+        self._built: dict[str, _Lookup] | None = None
+        self._keyers: dict[str, Callable[[Any], str | None]] = {}
+        try:
+            self._built = self._build()
+        except StoreUnavailable:
+            if not defer_if_unavailable:
+                raise
+
+    @property
+    def _lookups(self) -> dict[str, _Lookup]:
+        """Statements per entity; built at open, or at first use when the database was down at open."""
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+    @property
+    def url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    def _reflect(self) -> sa.MetaData:
+        md = sa.MetaData()
+        tables = sorted({e.table for e in self.policy.entities.values()})
+        try:
+            with self.engine.connect() as conn:
+                insp = sa.inspect(conn)
+                existing = set(insp.get_table_names()) | set(insp.get_view_names())
+                missing = [t for t in tables if t not in existing]
+                if missing:
+                    raise PolicyError(
+                        "the policy names tables the database does not have",
+                        problems=[Problem("policy", f"table '{t}' does not exist in {self.url}",
+                                          f"entities.{n}.table")
+                                  for n, e in self.policy.entities.items() for t in missing if e.table == t])
+                md.reflect(bind=conn, only=tables, views=True, resolve_fks=False)
+        except sa_exc.SQLAlchemyError as exc:
+            raise unavailable(exc, "db") from None
+        return md
+
+    def _build(self) -> dict[str, _Lookup]:
+        md = self._reflect()
+        problems: list[Problem] = []
+        lookups: dict[str, _Lookup] = {}
+        for name, ent in self.policy.entities.items():
+            table = md.tables[ent.table]
+            cols = table.c
+
+            def col(colname: str, where: str) -> sa.Column[Any] | None:
+                if colname not in cols:
+                    problems.append(Problem("policy", f"column '{colname}' does not exist in table '{ent.table}'",
+                                            where))
+                    return None
+                return cols[colname]
+
+            id_col = col(ent.id, f"entities.{name}.id")
+            chosen: dict[str, sa.ColumnElement[Any]] = {}
+            for fname, fp in ent.fields.items():
+                c = col(ent.column(fname), f"entities.{name}.fields.{fname}")
+                if c is None:
+                    continue
+                if fp.type in (ClaimType.MONEY, ClaimType.INTEGER) and _python_type(c) is not int:
+                    problems.append(Problem(
+                        "policy", f"column '{c.name}' is {c.type}, but a {fp.type.value} field needs an integer "
+                                  "column" + (" of minor units" if fp.type is ClaimType.MONEY else ""),
+                        f"entities.{name}.fields.{fname}"))
+                chosen[fname] = c.label(fname)
+            upd = col(ent.updated_at, f"entities.{name}.updated_at") if ent.updated_at else None
+            scope = col(ent.scope, f"entities.{name}.scope") if ent.scope else None
+            if id_col is None or problems:
+                continue
+            lookups[name] = _Lookup(name, ent, _python_type(id_col),
+                                    _python_type(scope) if scope is not None else None, chosen, id_col, scope,
+                                    upd.label(UPDATED_AT) if upd is not None else None)
+        if problems:
+            raise PolicyError("the policy does not match the database", problems=problems)
+        return lookups
+
+    @staticmethod
+    def _coerce(value: Any, kind: type) -> Any | None:
+        if kind is int:
+            if isinstance(value, bool):
+                return None
+            if isinstance(value, int):
+                return value
+            if isinstance(value, str) and _INT.match(value):
+                return int(value)
+            return None
+        return value if isinstance(value, str) else str(value)
+
+    def _storable(self, value: Any) -> bool:
+        """Whether the database could hold ``value``: PostgreSQL text cannot contain NUL, so no row has such an id
+        (sending one would be a driver error, misreported as the database being unreachable)."""
+        if value is None:
+            return False
+        return not (isinstance(value, str) and "\x00" in value and self.engine.dialect.name == "postgresql")
+
+    def id_key(self, entity: str, entity_id: Any) -> str | None:
+        """The key under which :meth:`read` returns the row for ``entity_id`` (None: no row can have it)."""
+        return self.keyer(entity)(entity_id)
+
+    def keyer(self, entity: str) -> Callable[[Any], str | None]:
+        """:meth:`id_key` for one entity, as a function (the checker calls it once per claim); built once."""
+        hit = self._keyers.get(entity)
+        if hit is not None:
+            return hit
+        kind = self._lookups[entity].id_kind
+        no_nul = self.engine.dialect.name == "postgresql"
+        coerce, storable = self._coerce, self._storable
+
+        def key(entity_id: Any) -> str | None:
+            if kind is str and type(entity_id) is str and not (no_nul and "\x00" in entity_id):
+                return entity_id
+            v = coerce(entity_id, kind)
+            if v is None or not storable(v):
+                return None
+            return v if isinstance(v, str) else str(v)
+
+        self._keyers[entity] = key
+        return key
+
+    def keys(self, entity: str, entity_ids: list[Any]) -> list[str | None]:
+        """:meth:`id_key` of many ids; text ids of a text-keyed entity are their own keys."""
+        if len(entity_ids) >= 8 and self._lookups[entity].id_kind is str and _all(entity_ids, str):
+            if self.engine.dialect.name != "postgresql" or "\x00" not in "".join(entity_ids):
+                return list(entity_ids)
+        return list(map(self.keyer(entity), entity_ids))
+
+    def fields(self, entity: str, among: Iterable[str] | None = None) -> tuple[str, ...]:
+        """The entity's readable fields (those ``among`` the given names, default all) in policy order: the
+        order :meth:`read` selects them in."""
+        return self._lookups[entity].order(among)
+
+    def read(self, entity: str, keys: Iterable[str], fields: Iterable[str] | None = None,
+             principal: Any = None) -> dict[str, Sequence[Any]]:
+        """Rows of ``entity`` by id key (from :meth:`id_key`) as sequences ``(id, *fields, updated_at)``.
+
+        ``fields`` (default: all readable ones) must be whitelisted fields of the
+        entity; ``updated_at`` is the last item when the entity has one. With a
+        principal and a scoped entity, rows outside the scope are simply absent.
+        Raises StoreUnavailable when the database cannot answer.
+        """
+        lk = self._lookups[entity]
+        wanted = lk.order(fields)
+        if lk.id_kind is int:
+            bound = list(dict.fromkeys(int(k) for k in keys if _INT.match(k)))
+        else:
+            bound = list(dict.fromkeys(keys))
+        if not bound:
+            return {}
+        scoped = lk.scope_col is not None and principal is not None
+        principal_value = None
+        if scoped:
+            principal_value = self._coerce(principal, lk.scope_kind or str)
+            if not self._storable(principal_value):
+                return {}
+        out: dict[str, Sequence[Any]] = {}
+        dialect = self.engine.dialect
+        try:
+            for k in range(0, len(bound), self.batch_size):
+                chunk = bound[k : k + self.batch_size]
+                sql, names, mode = lk.statement(len(chunk), scoped, wanted, dialect)
+                values = [*chunk, principal_value] if scoped else chunk
+                if mode == "named":
+                    params: Any = dict(zip(names, values))
+                elif mode == "given":
+                    params = tuple(values)
+                else:
+                    by_name = dict(zip(lk.canonical(len(chunk), scoped), values))
+                    params = tuple(by_name[n] for n in names)
+                rows = self._execute(sql, params)
+                ids = list(map(_first, rows))
+                if not (ids and _all(ids, str)):
+                    ids = [i if type(i) is str else str(i) for i in ids]
+                got = dict(zip(ids, rows))
+                if len(got) != len(rows) or (out and not got.keys().isdisjoint(out)):
+                    raise _Garbage("id is not unique")
+                if out:
+                    out.update(got)
+                else:
+                    out = got
+        except _DriverError as exc:
+            raise unavailable(exc.error, f"entity '{entity}'", disconnect=exc.disconnect) from None
+        except sa_exc.SQLAlchemyError as exc:
+            raise unavailable(exc, f"entity '{entity}'") from None
+        except _Garbage as exc:
+            err = StoreUnavailable(f"the system of record could not be reached: {_CAUSE_TEXT['garbage']} ({exc})",
+                                   location=f"entity '{entity}'")
+            err.cause = "garbage"  # type: ignore[attr-defined]
+            raise err from None
+        return out
+
+    def _instrumented(self) -> bool:
+        """Whether someone listens to this engine's statements (tracing, auditing, tests counting queries)."""
+        d = self.engine.dispatch
+        return bool(d.before_cursor_execute or d.after_cursor_execute or d.before_execute or d.after_execute)
+
+    def _execute(self, sql: str, params: Any) -> list[Any]:
+        """One statement on a pooled connection.
+
+        An instrumented engine is read through SQLAlchemy's Connection so every
+        listener sees the statement; otherwise the pooled DBAPI cursor is used
+        directly (same SQL, same parameters, without the result machinery that
+        costs as much as the lookup itself). A connection the driver reports as
+        disconnected is invalidated, so the pool does not hand it out again.
+        """
+        if self._instrumented():
+            with self.engine.connect() as conn:
+                return conn.exec_driver_sql(sql, params).fetchall()
+        try:
+            conn = self.engine.raw_connection()
+        except self._dbapi_error as exc:
+            raise _DriverError(exc, True) from None
+        cur = None
+        try:
+            cur = conn.cursor()
+            cur.execute(sql, params)
+            rows = cur.fetchall()
+            cur.close()
+            return rows
+        except self._dbapi_error as exc:
+            disconnect = self.engine.dialect.is_disconnect(exc, conn.dbapi_connection, cur)
+            if disconnect:
+                conn.invalidate(exc)
+            raise _DriverError(exc, disconnect) from None
+        finally:
+            conn.close()
+
+    @property
+    def _dbapi_error(self) -> type[BaseException]:
+        return self.engine.dialect.loaded_dbapi.Error
+
+    def fetch(self, entity: str, ids: Iterable[Any], principal: Any = None) -> dict[str, dict[str, Any]]:
+        """Rows of ``entity`` by id key as mappings of every readable field (plus ``__id__``, ``__updated_at__``)."""
+        lk = self._lookups[entity]
+        keys = [k for k in (self.id_key(entity, i) for i in ids) if k is not None]
+        names = (ID, *lk.columns, *((UPDATED_AT,) if lk.updated_col is not None else ()))
+        return {k: dict(zip(names, row)) for k, row in self.read(entity, keys, None, principal).items()}
+
+    def scoped(self, entity: str) -> bool:
+        return self._lookups[entity].scope_col is not None
+
+    def ping(self) -> bool:
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(sa.text("SELECT 1"))
+            return True
+        except sa_exc.SQLAlchemyError:
+            return False
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> "RecordStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+__all__ = ["RecordStore", "make_engine", "classify_error", "UPDATED_AT", "ID"]

@@ -1,0 +1,338 @@
+"""One comparator per claim type: parse the model's value, normalise the database's, compare.
+
+Each comparator is ``(claimed, actual, field, policy) -> bool`` built from two
+parsers. A claimed value that cannot be read as the type raises
+:class:`BadClaim` (the claim is then contradicted: the model said something the
+field cannot hold); a stored value that cannot be read raises :class:`BadStored`
+(the system of record answered garbage: unavailable). Floats never meet floats:
+numbers go through ``Decimal(str(x))``.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal, InvalidOperation
+from operator import eq
+from typing import Any, Callable
+
+import regex
+from babel.numbers import NumberFormatError, get_currency_symbol, parse_decimal
+
+from guard.payload import ClaimType
+from guard.records.policy import FieldPolicy, Policy
+
+
+class BadClaim(ValueError):
+    """The claimed value is not a value of the field's type."""
+
+
+class BadStored(ValueError):
+    """The stored value is not a value of the field's type."""
+
+
+MAX_EXPONENT = 1000
+"""Claimed numbers beyond 10**±1000 are rejected before any arithmetic."""
+_INT = regex.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)")
+_SPACES = regex.compile(r"[\s\u00a0\u202f]+")
+
+
+def _decimal(value: Any, err: type[ValueError], what: str) -> Decimal:
+    if isinstance(value, bool) or value is None:
+        raise err(f"{value!r} is not {what}")
+    if isinstance(value, (int, Decimal)):
+        d = Decimal(value)
+    elif isinstance(value, float):
+        d = Decimal(repr(value))
+    elif isinstance(value, str):
+        text = _SPACES.sub("", value).replace(",", "").replace("_", "")
+        try:
+            d = Decimal(text)
+        except InvalidOperation:
+            raise err(f"'{value}' is not {what}") from None
+    else:
+        raise err(f"{type(value).__name__} is not {what}")
+    return _bounded(d, err, what, value)
+
+
+def _bounded(d: Decimal, err: type[ValueError], what: str, value: Any) -> Decimal:
+    """A finite number of sane magnitude: ``1E+999999999`` would overflow decimal arithmetic, ``inf`` and
+    ``NaN`` have no integer value, and none of them is a value a record holds."""
+    if not d.is_finite() or (d and abs(d.adjusted()) > MAX_EXPONENT):
+        raise err(f"'{value}' is not {what}")
+    return d
+
+
+def _integer_claim(value: Any, field: FieldPolicy, policy: Policy) -> int:
+    if type(value) is int:
+        return value
+    if isinstance(value, bool):
+        raise BadClaim(f"{value!r} is a boolean, not an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        raise BadClaim(f"{value!r} is not a whole number")
+    if isinstance(value, str) and _INT.fullmatch(value.strip()):
+        return int(value.strip().replace(",", ""))
+    raise BadClaim(f"{value!r} is not an integer")
+
+
+def _integer_stored(value: Any, field: FieldPolicy, policy: Policy) -> int:
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+        if isinstance(value, str) and _INT.fullmatch(value.strip()):
+            return int(value.strip().replace(",", ""))
+        raise BadStored(f"stored {type(value).__name__} is not an integer")
+    if isinstance(value, Decimal) and value != value.to_integral_value():
+        raise BadStored("stored value is not a whole number")
+    return int(value)
+
+
+def _strip_unit(value: Any, field: FieldPolicy) -> Any:
+    if isinstance(value, str) and field.unit:
+        text = value.strip()
+        if text.lower().endswith(field.unit.lower()):
+            return text[: -len(field.unit)].strip()
+    return value
+
+
+def _decimal_claim(value: Any, field: FieldPolicy, policy: Policy) -> Decimal:
+    return _decimal(_strip_unit(value, field), BadClaim, "a number")
+
+
+def _decimal_stored(value: Any, field: FieldPolicy, policy: Policy) -> Decimal:
+    return _decimal(value, BadStored, "a number")
+
+
+def _decimal_equal(c: Decimal, a: Decimal, field: FieldPolicy) -> bool:
+    return abs(c - a) <= (field.tolerance or Decimal(0))
+
+
+@lru_cache(maxsize=256)
+def _currency_marks(currency: str, locale: str) -> tuple[str, ...]:
+    """The code and the symbols a person may write for ``currency``, longest first (``JP¥`` before ``¥``)."""
+    marks = {currency}
+    for loc in (locale, "en", "en_US", "en_GB"):
+        marks.add(get_currency_symbol(currency, locale=loc))
+    for m in list(marks):
+        marks.add(regex.sub(r"^[A-Z]{1,3}(?=\p{Sc})", "", m))
+    return tuple(sorted((m for m in marks if m), key=len, reverse=True))
+
+
+def _money_claim(value: Any, field: FieldPolicy, policy: Policy) -> int:
+    """Minor units of a claimed amount in major units: ``1299``, ``1299.00``, ``"£1,299.00"``, ``"GBP 1,299"``."""
+    cur = field.currency or ""
+    if isinstance(value, str):
+        text = value.strip()
+        for mark in _currency_marks(cur, policy.locale):
+            if mark and mark in text:
+                text = text.replace(mark, "", 1).strip()
+                break
+        if regex.search(r"\p{Sc}|[A-Z]{3}", text):
+            raise BadClaim(f"'{value}' is not an amount in {cur}")
+        negative = text.startswith("-")
+        text = text.lstrip("-").strip()
+        try:
+            amount = parse_decimal(text, locale=policy.locale, strict=True)
+        except NumberFormatError:
+            raise BadClaim(f"'{value}' is not an amount of money") from None
+        amount = _bounded(-amount if negative else amount, BadClaim, "an amount of money", value)
+    else:
+        amount = _decimal(value, BadClaim, "an amount of money")
+    minor = amount.scaleb(field.exponent)
+    if minor != minor.to_integral_value():
+        raise BadClaim(f"'{value}' has more decimal places than {cur} allows ({field.exponent})")
+    return int(minor)
+
+
+def _as_utc(value: Any, policy: Policy, err: type[ValueError]) -> datetime:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise err(f"'{value}' is not an ISO 8601 timestamp") from None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=policy.db_tz if err is BadStored else policy.tz)
+        return value.astimezone(timezone.utc)
+    raise err(f"{type(value).__name__} is not a timestamp")
+
+
+def _date_claim(value: Any, field: FieldPolicy, policy: Policy) -> date:
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            raise BadClaim(f"'{value}' is not a date (YYYY-MM-DD)") from None
+    raise BadClaim(f"{value!r} is not a date (YYYY-MM-DD)")
+
+
+def _date_stored(value: Any, field: FieldPolicy, policy: Policy) -> date:
+    """A stored date is a calendar day; a stored timestamp is the day it falls on in the policy's timezone."""
+    if isinstance(value, datetime):
+        return _as_utc(value, policy, BadStored).astimezone(policy.tz).date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            return _as_utc(value, policy, BadStored).astimezone(policy.tz).date()
+    raise BadStored(f"stored {type(value).__name__} is not a date")
+
+
+def _timestamp_claim(value: Any, field: FieldPolicy, policy: Policy) -> datetime:
+    return _as_utc(value, policy, BadClaim)
+
+
+def _timestamp_stored(value: Any, field: FieldPolicy, policy: Policy) -> datetime:
+    return _as_utc(value, policy, BadStored)
+
+
+def _timestamp_equal(c: datetime, a: datetime, field: FieldPolicy) -> bool:
+    return abs(c - a) <= timedelta(seconds=float(field.tolerance or 0))
+
+
+def _text(value: Any, err: type[ValueError]) -> str:
+    if isinstance(value, bool) or value is None:
+        raise err(f"{value!r} is not text")
+    if isinstance(value, (str, int)):
+        return unicodedata.normalize("NFC", str(value))
+    raise err(f"{type(value).__name__} is not text")
+
+
+def _identifier_claim(value: Any, field: FieldPolicy, policy: Policy) -> str:
+    return _text(value, BadClaim)
+
+
+def _identifier_stored(value: Any, field: FieldPolicy, policy: Policy) -> str:
+    return _text(value, BadStored)
+
+
+def _string_claim(value: Any, field: FieldPolicy, policy: Policy) -> str:
+    return " ".join(_text(value, BadClaim).split())
+
+
+def _string_stored(value: Any, field: FieldPolicy, policy: Policy) -> str:
+    return " ".join(_text(value, BadStored).split())
+
+
+def _enum_claim(value: Any, field: FieldPolicy, policy: Policy) -> str:
+    return field.canonical_enum(_text(value, BadClaim))
+
+
+def _enum_stored(value: Any, field: FieldPolicy, policy: Policy) -> str:
+    return field.canonical_enum(_text(value, BadStored))
+
+
+_TRUE = {"true", "yes"}
+_FALSE = {"false", "no"}
+
+
+def _boolean_claim(value: Any, field: FieldPolicy, policy: Policy) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().casefold() in _TRUE | _FALSE:
+        return value.strip().casefold() in _TRUE
+    raise BadClaim(f"{value!r} is not a boolean")
+
+
+def _boolean_stored(value: Any, field: FieldPolicy, policy: Policy) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise BadStored(f"stored {value!r} is not a boolean")
+
+
+def _exact(c: Any, a: Any, field: FieldPolicy) -> bool:
+    return c == a
+
+
+def _all(values: list[Any], kind: type) -> bool:
+    """Every value is exactly of ``kind`` (``bool`` is not ``int``), tested without a Python-level loop."""
+    return len(set(map(type, values))) == 1 and type(values[0]) is kind
+
+
+_SAFE_INT = 10**18
+
+
+def _integer_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
+                   policy: Policy) -> tuple[list[Any], list[bool]] | None:
+    if _all(claimed, int) and _all(stored, int):
+        return stored, list(map(eq, claimed, stored))
+    return None
+
+
+def _money_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
+                 policy: Policy) -> tuple[list[Any], list[bool]] | None:
+    if _all(claimed, int) and _all(stored, int) and max(map(abs, claimed)) < _SAFE_INT:
+        scale = 10 ** field.exponent
+        return stored, list(map(eq, (v * scale for v in claimed), stored))
+    return None
+
+
+def _identifier_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
+                      policy: Policy) -> tuple[list[Any], list[bool]] | None:
+    """ASCII text is its own NFC form."""
+    if _all(claimed, str) and _all(stored, str) and "".join(claimed).isascii() and "".join(stored).isascii():
+        return stored, list(map(eq, claimed, stored))
+    return None
+
+
+Batch = Callable[[list[Any], list[Any], FieldPolicy, Policy], "tuple[list[Any], list[bool]] | None"]
+
+
+@dataclass(frozen=True)
+class Comparator:
+    """How one type is read and compared.
+
+    ``batch`` is an optional shortcut for many claims of one field at once:
+    ``(claimed values, stored values) -> (normalised stored values, equal?)``
+    for inputs it can take whole (plain ints, ASCII text), else None. It
+    must agree with ``claimed``/``stored``/``equal`` wherever it answers.
+    """
+
+    claimed: Callable[[Any, FieldPolicy, Policy], Any]
+    stored: Callable[[Any, FieldPolicy, Policy], Any]
+    equal: Callable[[Any, Any, FieldPolicy], bool] = _exact
+    batch: Batch | None = None
+
+
+COMPARATORS: dict[ClaimType, Comparator] = {
+    ClaimType.IDENTIFIER: Comparator(_identifier_claim, _identifier_stored, batch=_identifier_batch),
+    ClaimType.STRING: Comparator(_string_claim, _string_stored),
+    ClaimType.INTEGER: Comparator(_integer_claim, _integer_stored, batch=_integer_batch),
+    ClaimType.DECIMAL: Comparator(_decimal_claim, _decimal_stored, _decimal_equal),
+    ClaimType.MONEY: Comparator(_money_claim, _integer_stored, batch=_money_batch),
+    ClaimType.DATE: Comparator(_date_claim, _date_stored),
+    ClaimType.TIMESTAMP: Comparator(_timestamp_claim, _timestamp_stored, _timestamp_equal),
+    ClaimType.ENUM: Comparator(_enum_claim, _enum_stored),
+    ClaimType.BOOLEAN: Comparator(_boolean_claim, _boolean_stored),
+}
+
+
+def normalise_stored(value: Any, field: FieldPolicy, policy: Policy) -> Any:
+    """The stored value as the type's canonical Python value; raises BadStored."""
+    return COMPARATORS[field.type].stored(value, field, policy)
+
+
+def matches(claimed: Any, stored: Any, field: FieldPolicy, policy: Policy) -> bool:
+    """Whether the claimed value equals the (already normalised) stored value under the field's rules.
+
+    >>> from guard.records.policy import FieldPolicy, Policy
+    >>> f = FieldPolicy(type="money", currency="GBP")
+    >>> p = Policy(entities={"o": {"table": "t", "fields": {"x": {"type": "integer"}}}})
+    >>> matches("£1,299.00", 129900, f, p)
+    True
+    """
+    comp = COMPARATORS[field.type]
+    return comp.equal(comp.claimed(claimed, field, policy), stored, field)
+
+
+__all__ = ["BadClaim", "BadStored", "Comparator", "COMPARATORS", "normalise_stored", "matches"]

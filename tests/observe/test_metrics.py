@@ -1,0 +1,125 @@
+"""Prometheus metrics: each event type moves the counters it should and nothing else."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+
+from guard.errors import GuardError
+from guard.observe.metrics import PROSE_PER_SLOT_BUCKETS, Metrics
+
+
+def claim(field: str, status: str) -> dict:
+    return {"event": "claim", "entity": "order", "field": field, "status": status, "type": "date"}
+
+
+def decision(action: str, findings: list[str], ratio: float | None) -> dict:
+    return {"event": "decision", "action": action, "findings": findings, "prose_per_slot": ratio}
+
+
+def test_claims_counted_per_entity_field_status() -> None:
+    m = Metrics()
+    for status in ["confirmed", "confirmed", "contradicted", "not_found"]:
+        m.observe(claim("shipped_at", status))
+    m.observe(claim("total", "confirmed"))
+    assert m.value("guard_claims_total", entity="order", field="shipped_at", status="confirmed") == 2
+    assert m.value("guard_claims_total", entity="order", field="shipped_at", status="contradicted") == 1
+    assert m.value("guard_claims_total", entity="order", field="total", status="confirmed") == 1
+    assert m.value("guard_claims_total", entity="order", field="total", status="contradicted") == 0
+
+
+def test_decisions_findings_and_prose_histogram() -> None:
+    m = Metrics()
+    m.observe(decision("answer", [], 2.8))
+    m.observe(decision("refuse", ["S201", "T302"], 12.0))
+    m.observe(decision("refuse", ["S201"], None))  # no slots: no ratio to observe
+    m.observe(decision("answer", [], float("inf")))
+    assert m.value("guard_decisions_total", action="refuse") == 2
+    assert m.value("guard_decisions_total", action="answer") == 2
+    assert m.value("guard_lint_findings_total", code="S201") == 2
+    assert m.value("guard_lint_findings_total", code="T302") == 1
+    assert m.value("guard_prose_per_slot_count") == 2
+    assert m.value("guard_prose_per_slot_sum") == pytest.approx(14.8)
+    assert m.value("guard_prose_per_slot_bucket", le="3.0") == 1
+    assert m.value("guard_prose_per_slot_bucket", le="+Inf") == 2
+
+
+def test_unknown_events_are_ignored() -> None:
+    m = Metrics()
+    assert m.observe({"event": "heartbeat"}) is False
+    assert b"guard_claims_total{" not in m.expose()
+
+
+def test_registries_are_isolated_and_a_shared_one_is_refused_twice() -> None:
+    a, b = Metrics(), Metrics()
+    a.observe(claim("total", "confirmed"))
+    assert b.value("guard_claims_total", entity="order", field="total", status="confirmed") == 0
+    shared = CollectorRegistry()
+    Metrics(shared)
+    with pytest.raises(GuardError, match="cannot register"):
+        Metrics(shared)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=200, allow_nan=False), max_size=40))
+def test_histogram_buckets_are_cumulative_counts(values: list[float]) -> None:
+    m = Metrics()
+    for v in values:
+        m.observe(decision("answer", [], v))
+    for bound in PROSE_PER_SLOT_BUCKETS:
+        assert m.value("guard_prose_per_slot_bucket", le=str(float(bound))) == sum(v <= bound for v in values)
+
+
+def test_served_over_http() -> None:
+    m = Metrics()
+    m.observe(claim("shipped_at", "contradicted"))
+    server, thread = m.serve(0, addr="127.0.0.1")
+    try:
+        port = server.server_port
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert 'guard_claims_total{entity="order",field="shipped_at",status="contradicted"} 1.0' in body
+    assert "# TYPE guard_prose_per_slot histogram" in body
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(
+    st.sampled_from(["event", "entity", "field", "status", "action", "findings", "prose_per_slot"]),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5) | st.lists(st.text(max_size=3)),
+))
+def test_observe_survives_odd_events(event: dict) -> None:
+    event.setdefault("event", "decision")
+    Metrics().observe(event)
+
+
+def _worker_counts(events: int) -> None:
+    from guard.observe.metrics import Metrics
+
+    m = Metrics()
+    for i in range(events):
+        m.observe(claim("shipped_at", "contradicted" if i % 10 == 0 else "confirmed"))
+        m.observe(decision("answer", ["R401"], 3.0))
+
+
+def test_worker_processes_add_up_in_multiprocess_mode(tmp_path, monkeypatch) -> None:
+    import multiprocessing as mp
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    ctx = mp.get_context("spawn")  # a fresh interpreter reads the variable when it imports prometheus_client
+    procs = [ctx.Process(target=_worker_counts, args=(n,)) for n in (30, 50, 70)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    body = Metrics().expose().decode()
+    assert 'guard_claims_total{entity="order",field="shipped_at",status="confirmed"} 135.0' in body
+    assert 'guard_claims_total{entity="order",field="shipped_at",status="contradicted"} 15.0' in body
+    assert 'guard_decisions_total{action="answer"} 150.0' in body
+    assert "guard_prose_per_slot_count 150.0" in body

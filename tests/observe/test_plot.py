@@ -1,0 +1,31 @@
+"""Plots: the alerted fields are always drawn, and an empty report still draws."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from guard.observe.monitor import Monitor, MonitorConfig
+from guard.observe.plot import MAX_FIELDS, _figure, plot_report
+from tests.observe.test_monitor import claims
+
+
+def test_alerted_field_is_drawn_even_among_many_busier_ones(tmp_path: Path) -> None:
+    events = []
+    for f in range(MAX_FIELDS + 5):
+        for h in range(5):
+            events += claims(h, f"f{f:02d}", 100, 30)  # 30 % contradicted everywhere, steadily
+    for h in range(4):
+        events += claims(h, "quiet", 400, 4)
+    events += claims(4, "quiet", 400, 40)  # 1 % -> 10 %: the only jump, and the lowest rate
+    report = Monitor(MonitorConfig(baseline_windows=4)).add_all(events).report()
+    assert [a.field for a in report.alerts] == ["quiet"]
+    fig = _figure(report)
+    _, labels = fig.axes[0].get_legend_handles_labels()
+    assert len(labels) == MAX_FIELDS and "order.quiet" in labels
+    assert plot_report(report, tmp_path / "r.svg").read_text(encoding="utf-8").count("<svg") == 1
+
+
+def test_a_report_without_events_still_plots(tmp_path: Path) -> None:
+    report = Monitor().report()
+    html = plot_report(report, tmp_path / "empty.html").read_text(encoding="utf-8")
+    assert "No alerts." in html and "<svg" in html
