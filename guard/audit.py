@@ -103,10 +103,7 @@ def _judge(settings: AuditSettings, item: Item) -> dict[str, Any]:
     out: dict[str, Any] = {"source": item.source, "index": item.index, "kind": item.kind}
     try:
         if item.kind == "template":
-            from guard.linting import run_stages, LintContext
-
-            res = run_stages(LintContext(item.body, settings.domain or "", dict(item.slot_types or {}), None),
-                             gate.stages)
+            res = gate.lint_template(item.body, dict(item.slot_types or {}))
             out.update(ok=res.ok, findings=[f.code for f in res.findings])
             return out
         now = datetime.fromisoformat(settings.now) if settings.now else None

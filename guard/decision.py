@@ -10,7 +10,7 @@ import secrets
 from operator import itemgetter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Sequence
 
 from guard.records.checker import ClaimResult, Status
 from guard.findings import Finding
@@ -103,10 +103,11 @@ def refusal_sentence(r: ClaimResult, policy: Policy) -> str:
 
 
 def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
-           warnings: tuple[Finding, ...] | list[Finding] = (), request_id: str | None = None) -> Decision:
+           warnings: tuple[Finding, ...] | list[Finding] = (), request_id: str | None = None,
+           findings: tuple[Finding, ...] | list[Finding] = ()) -> Decision:
     """Answer when every claim is confirmed; regenerate when any is contradicted; otherwise refuse."""
     rid = request_id or secrets.token_hex(16)
-    common = dict(request_id=rid, results=tuple(results), warnings=tuple(warnings))
+    common = dict(request_id=rid, results=tuple(results), warnings=tuple(warnings), findings=tuple(findings))
     statuses = list(map(_status, results))
     if _CONTRADICTED in statuses:
         contradicted = [r for r in results if r.status is _CONTRADICTED]
@@ -153,4 +154,18 @@ def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
                     **common)
 
 
-__all__ = ["Action", "Decision", "decide", "refusal_sentence", "result_dict"]
+def lint_refusal(blocking: Sequence[Finding]) -> str:
+    """One sentence naming why the wording was refused, from each code's refusal phrase, never from the template."""
+    from guard.findings import CATALOGUE
+
+    parts: list[str] = []
+    for f in blocking:
+        entry = CATALOGUE.get(f.code)
+        phrase = entry.refusal if entry is not None and entry.refusal else "its wording could not be checked"
+        text = phrase.replace("{n}", str(f.sentence + 1) if f.sentence >= 0 else "?")
+        if text not in parts:
+            parts.append(text)
+    return "I have not given this answer because " + "; ".join(parts) + "."
+
+
+__all__ = ["Action", "Decision", "decide", "lint_refusal", "refusal_sentence", "result_dict"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from guard.findings import Finding
+from guard.linting.registry import Check, Mode, Stage, StageSetup, register
+from guard.linting.runner import LintContext
 
 CODES = {"comparative": "T301", "quantity": "T302", "causal": "T303"}
 WHAT = {"comparative": "a comparison", "quantity": "a quantity", "causal": "a causal claim"}
@@ -46,13 +48,21 @@ def freetext_findings(template: str, classifier: Any) -> list[Finding]:
     return findings
 
 
-def freetext_stage(classifier: Any):
-    """A lint stage bound to a loaded classifier."""
+def freetext_stage(classifier: Any) -> Check:
+    """A lint check bound to a loaded classifier."""
 
-    def stage(ctx) -> list[Finding]:
+    def check(ctx: LintContext) -> list[Finding]:
         return freetext_findings(ctx.template, classifier)
 
-    return stage
+    return check
 
 
-__all__ = ["load_classifier", "freetext_findings", "freetext_stage", "CODES"]
+def build(setup: StageSetup) -> Check:
+    """Loads the classifier now (the shipped one unless the setup brings one): a missing model fails at start-up."""
+    return freetext_stage(setup.classifier if setup.classifier is not None else load_classifier())
+
+
+STAGE = register(Stage("freetext", build, codes=tuple(CODES.values()),
+                       refusal="sentence {n} makes a claim outside the verified facts", default_mode=Mode.ENFORCE))
+
+__all__ = ["load_classifier", "freetext_findings", "freetext_stage", "build", "CODES", "STAGE"]

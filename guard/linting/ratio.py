@@ -14,6 +14,8 @@ import regex
 from pydantic import BaseModel, ConfigDict, Field
 
 from guard.findings import Finding
+from guard.linting.registry import Check, Mode, Stage, StageSetup, register
+from guard.linting.runner import LintContext
 from guard.payload import scan_template
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+(?:['\u2019\-][\p{L}\p{N}]+)*")
@@ -89,15 +91,23 @@ def ratio_findings(template: str, thresholds: RatioThresholds | None = None) -> 
     return report, findings
 
 
-__all__ = ["RatioThresholds", "RatioReport", "measure", "ratio_findings"]
+def ratio_stage(thresholds: RatioThresholds | None = None) -> Check:
+    """A lint check that also leaves its measures in ``ctx.extra['ratio']`` (the decision event reports them)."""
 
-
-def ratio_stage(thresholds: RatioThresholds | None = None):
-    """A lint stage (``LintContext -> findings``) that also leaves its measures in ``ctx.extra['ratio']``."""
-
-    def stage(ctx) -> list[Finding]:
+    def check(ctx: LintContext) -> list[Finding]:
         report, findings = ratio_findings(ctx.template, thresholds)
         ctx.extra["ratio"] = report
         return findings
 
-    return stage
+    return check
+
+
+def build(setup: StageSetup) -> Check:
+    return ratio_stage(setup.options.get("model"))
+
+
+STAGE = register(Stage("ratio", build, codes=("R401", "R402"),
+                       refusal="it has too much text around its verified facts", default_mode=Mode.REPORT,
+                       options=RatioThresholds))
+
+__all__ = ["RatioThresholds", "RatioReport", "measure", "ratio_findings", "ratio_stage", "build", "STAGE"]

@@ -8,6 +8,7 @@ names are the contract with ``deploy/prometheus/guard-alerts.yml``::
     guard_claims_total{entity, field, status}
     guard_decisions_total{action}
     guard_lint_findings_total{code}
+    guard_lint_cache_total{result}  (hit or miss of the gate's per-template lint cache)
     guard_prose_per_slot            (histogram of prose words per slot)
 
 Example::
@@ -76,6 +77,10 @@ class Metrics:
                 "guard_lint_findings", "Lint findings by code (F1xx, S2xx, T3xx, R4xx).", ["code"],
                 registry=self.registry,
             )
+            self.lint_cache = Counter(
+                "guard_lint_cache", "Lint results served from the per-template cache (hit) or computed (miss).",
+                ["result"], registry=self.registry,
+            )
             self.prose_per_slot = Histogram(
                 "guard_prose_per_slot", "Prose words per slot in each decided template.",
                 buckets=tuple(buckets), registry=self.registry,
@@ -103,6 +108,10 @@ class Metrics:
                 self.prose_per_slot.observe(ratio)
             return True
         return False
+
+    def observe_lint_cache(self, hit: bool) -> None:
+        """Count one lint-cache lookup of the gate."""
+        self.lint_cache.labels("hit" if hit else "miss").inc()
 
     def _exposed(self) -> CollectorRegistry:
         """The registry to expose: this one, or in multiprocess mode the files of every process."""

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from guard import demo
 from guard.decision import Action
-from guard.errors import PayloadError, PolicyError
+from guard.errors import ConfigError, PayloadError
 from guard.observe.events import EventLog, read_events
 from guard.pipeline import Guard, load_gate_config
 from guard.observe.metrics import Metrics
@@ -81,14 +81,14 @@ def test_ratio_enforced(sqlite_demo):
 
 
 def test_format_stage_cannot_be_turned_off(sqlite_demo):
-    with pytest.raises(PolicyError, match="cannot be turned off"):
+    with pytest.raises(ConfigError, match="cannot be turned off"):
         Guard(sqlite_demo[1], sqlite_demo[2], domain="orders", config=cfg(format="off"))
 
 
-def test_bad_gate_config_is_a_policy_error(tmp_path):
+def test_bad_gate_config_is_a_config_error(tmp_path):
     f = tmp_path / "g.yaml"
     f.write_text("domains: {orders: {stages: {shape: sometimes}}}")
-    with pytest.raises(PolicyError) as err:
+    with pytest.raises(ConfigError) as err:
         load_gate_config(f)
     assert "domains.orders.stages.shape" in str(err.value)
 
