@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def rate(fn: Callable[[], object], seconds: float, warm: bool = True) -> float:

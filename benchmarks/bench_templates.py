@@ -20,11 +20,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import regex  # noqa: E402
+
 from guard._resources import data_path  # noqa: E402
 from guard.linting import lint  # noqa: E402
 from guard.payload import scan_template  # noqa: E402
-import regex  # noqa: E402
-
 from guard.shapes import load_grammar, to_regex, validate_template  # noqa: E402
 from guard.shapes.library import clear_cache  # noqa: E402
 
@@ -75,6 +75,7 @@ def main() -> None:
         def run(t: str) -> None:
             slots, _ = scan_template(t)
             validate_template(t, grammar, slots, types)
+
         return run
 
     def facade(t: str) -> None:
@@ -89,8 +90,10 @@ def main() -> None:
         pattern.fullmatch(t)
 
     print(f"domain {args.domain}: {len(lalr.shapes)} shapes, {len(sentences)} one-sentence examples")
-    print(f"{'sentences':>9} {'kind':>7} | {'lint() LALR':>12} {'LALR':>10} {'Earley':>10} | {'LALR/Earley':>11}"
-          f" | {'regex export':>12}")
+    print(
+        f"{'sentences':>9} {'kind':>7} | {'lint() LALR':>12} {'LALR':>10} {'Earley':>10} | {'LALR/Earley':>11}"
+        f" | {'regex export':>12}"
+    )
     for size in (1, 3, 6):
         for broken in (False, True):
             items = templates(sentences, size, broken)

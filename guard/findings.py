@@ -65,8 +65,14 @@ def _load_builtin() -> dict[str, Code]:
     for code, entry in (yaml.safe_load(text) or {}).items():
         entry = dict(entry)
         example = entry.pop("example", None) or {}
-        out[code] = Code(code=code, stage=entry["name"].split(".", 1)[0], severity=Severity(entry.pop("severity")),
-                         bad=_example(example.get("bad")), good=_example(example.get("good")), **entry)
+        out[code] = Code(
+            code=code,
+            stage=entry["name"].split(".", 1)[0],
+            severity=Severity(entry.pop("severity")),
+            bad=_example(example.get("bad")),
+            good=_example(example.get("good")),
+            **entry,
+        )
     return out
 
 
@@ -93,8 +99,11 @@ class Catalogue(Mapping[str, Code]):
     def add(self, entry: Code) -> None:
         """Add a code, or give a known one its refusal phrase; any other redefinition is a configuration mistake."""
         known = self._all().get(entry.code)
-        if known is not None and known != entry and not (not known.refusal and replace(known, refusal=entry.refusal)
-                                                         == entry):
+        if (
+            known is not None
+            and known != entry
+            and not (not known.refusal and replace(known, refusal=entry.refusal) == entry)
+        ):
             from guard.errors import ConfigError
 
             raise ConfigError(f"finding code {entry.code} is already defined as {known.name}", location=entry.code)
@@ -132,7 +141,7 @@ class Finding:
         return entry.name if entry else self.code
 
     @classmethod
-    def make(cls, code: str, message: str, **kw: Any) -> "Finding":
+    def make(cls, code: str, message: str, **kw: Any) -> Finding:
         """Build a finding whose stage and default severity come from the catalogue."""
         entry = CATALOGUE[code]
         kw.setdefault("stage", entry.stage)

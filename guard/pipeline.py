@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from guard.decision import Action, Decision, decide, lint_refusal
 from guard.errors import ConfigError, GuardError, Problem
 from guard.findings import CATALOGUE, Finding, Severity
-from guard.linting import registry
 from guard.linting import format as format_stage
+from guard.linting import registry
 from guard.linting.registry import Check, Mode, StageSetup
 from guard.linting.runner import LintContext, LintResult, run_stages
 from guard.observe.schema import ClaimEvent, DecisionEvent, PayloadEvent, claim_event, decision_event, payload_event
@@ -92,14 +92,17 @@ class GateConfig(BaseModel):
         known = registry.names()
         for stage in cfg.stages:
             if stage not in known:
-                raise ConfigError(f"unknown lint stage {stage!r}; stages are {', '.join(known)}",
-                                  location=f"{where}.stages.{stage}")
+                raise ConfigError(
+                    f"unknown lint stage {stage!r}; stages are {', '.join(known)}", location=f"{where}.stages.{stage}"
+                )
         for stage in cfg.options:
             registry.stage(stage).setup_options(cfg.options[stage], f"{where}.{stage}")
         for s in registry.stages():
             if s.required and cfg.mode(s.name) is Mode.OFF:
-                raise ConfigError(f"the {s.name} stage cannot be turned off: unsafe slots are never rendered",
-                                  location=f"{where}.stages.{s.name}")
+                raise ConfigError(
+                    f"the {s.name} stage cannot be turned off: unsafe slots are never rendered",
+                    location=f"{where}.stages.{s.name}",
+                )
         return cfg
 
 
@@ -124,9 +127,13 @@ def load_gate_config(source: str | Path | Mapping[str, Any] | GateConfig | None 
     try:
         return GateConfig.model_validate(data or {})
     except ValidationError as exc:
-        raise ConfigError("the gate config is invalid", location=where, problems=[
-            Problem("config", e["msg"], ".".join(str(p) for p in e["loc"])) for e in exc.errors(include_url=False)
-        ]) from None
+        raise ConfigError(
+            "the gate config is invalid",
+            location=where,
+            problems=[
+                Problem("config", e["msg"], ".".join(str(p) for p in e["loc"])) for e in exc.errors(include_url=False)
+            ],
+        ) from None
 
 
 # -- the lint cache ----------------------------------------------------------------
@@ -170,14 +177,26 @@ def _blocking(findings: Sequence[Finding], modes: Mapping[str, Mode]) -> list[Fi
     out = []
     for f in findings:
         entry = CATALOGUE.get(f.code)
-        if modes.get(f.stage) is Mode.ENFORCE and f.severity in (Severity.ERROR, Severity.WARNING) \
-                and (entry is None or entry.blocks):
+        if (
+            modes.get(f.stage) is Mode.ENFORCE
+            and f.severity in (Severity.ERROR, Severity.WARNING)
+            and (entry is None or entry.blocks)
+        ):
             out.append(f)
     return out
 
 
-def _process(p: Payload, lint: LintResult, modes: Mapping[str, Mode], policy: Policy, store: RecordStore, *,
-             principal: Any, now: datetime | None, request_id: str) -> Decision:
+def _process(
+    p: Payload,
+    lint: LintResult,
+    modes: Mapping[str, Mode],
+    policy: Policy,
+    store: RecordStore,
+    *,
+    principal: Any,
+    now: datetime | None,
+    request_id: str,
+) -> Decision:
     """Refuse on an enforced finding before any lookup; otherwise check, decide and render."""
     warnings: list[Finding] = []
     findings: list[Finding] = []
@@ -186,35 +205,68 @@ def _process(p: Payload, lint: LintResult, modes: Mapping[str, Mode], policy: Po
         (findings if entry is None or entry.blocks else warnings).append(f)
     blocking = _blocking(findings, modes)
     if blocking:
-        return Decision(Action.REFUSE, request_id=request_id, message=lint_refusal(blocking), unverified=(),
-                        warnings=tuple(warnings), findings=tuple(findings))
+        return Decision(
+            Action.REFUSE,
+            request_id=request_id,
+            message=lint_refusal(blocking),
+            unverified=(),
+            warnings=tuple(warnings),
+            findings=tuple(findings),
+        )
     results = check(p, policy, store, principal=principal, now=now)
     return decide(p, results, policy, warnings=warnings, request_id=request_id, findings=findings)
 
 
-def _events(decision: Decision, p: Payload, lint: LintResult, *, domain: str | None, principal: Any,
-            latency_ms: float, log_payload: bool, include_values: bool) -> list[Any]:
+def _events(
+    decision: Decision,
+    p: Payload,
+    lint: LintResult,
+    *,
+    domain: str | None,
+    principal: Any,
+    latency_ms: float,
+    log_payload: bool,
+    include_values: bool,
+) -> list[Any]:
     """Every event of one decision, in log order: the payload (when asked), one per claim, the decision."""
     from guard.linting.ratio import measure
 
     rid = decision.request_id
     events: list[PayloadEvent | ClaimEvent | DecisionEvent] = []
     if log_payload:
-        events.append(payload_event(request_id=rid, domain=domain, principal=principal,
-                                    payload=p.model_dump(mode="json")))
+        events.append(
+            payload_event(request_id=rid, domain=domain, principal=principal, payload=p.model_dump(mode="json"))
+        )
     for r in decision.results:
-        e = claim_event(request_id=rid, domain=domain, entity=r.entity, field=r.field, key=r.key, type=r.type,
-                        status=r.status.value, latency_ms=round(r.latency_ms, 3))
+        e = claim_event(
+            request_id=rid,
+            domain=domain,
+            entity=r.entity,
+            field=r.field,
+            key=r.key,
+            type=r.type,
+            status=r.status.value,
+            latency_ms=round(r.latency_ms, 3),
+        )
         if include_values:
             e["claimed"] = r.claimed
             e["actual"] = to_json(r.actual)
         events.append(e)
     ratio = lint.measures.get("ratio") or measure(p.answer_template)
     per_slot = ratio.prose_per_slot
-    events.append(decision_event(
-        request_id=rid, domain=domain, action=decision.action.value, n_claims=len(p.claims), n_slots=ratio.slots,
-        prose_words=ratio.prose_words, prose_per_slot=None if per_slot == float("inf") else round(per_slot, 3),
-        findings=[f.code for f in (*decision.findings, *decision.warnings)], latency_ms=round(latency_ms, 3)))
+    events.append(
+        decision_event(
+            request_id=rid,
+            domain=domain,
+            action=decision.action.value,
+            n_claims=len(p.claims),
+            n_slots=ratio.slots,
+            prose_words=ratio.prose_words,
+            prose_per_slot=None if per_slot == float("inf") else round(per_slot, 3),
+            findings=[f.code for f in (*decision.findings, *decision.warnings)],
+            latency_ms=round(latency_ms, 3),
+        )
+    )
     return events
 
 
@@ -230,9 +282,18 @@ _VERIFY_STAGES: list[tuple[str, Check]] = [("format", format_stage.check)]
 _VERIFY_MODES = {"format": Mode.ENFORCE}
 
 
-def verify(payload: Payload | str | bytes | dict[str, Any], policy: Policy, store: RecordStore, *,
-           principal: Any = None, now: datetime | None = None, request_id: str | None = None,
-           limits: Limits | None = None, log: EventSink | None = None, domain: str | None = None) -> Decision:
+def verify(
+    payload: Payload | str | bytes | dict[str, Any],
+    policy: Policy,
+    store: RecordStore,
+    *,
+    principal: Any = None,
+    now: datetime | None = None,
+    request_id: str | None = None,
+    limits: Limits | None = None,
+    log: EventSink | None = None,
+    domain: str | None = None,
+) -> Decision:
     """Parse, check every claim, decide and render: the pipeline without the prose stages.
 
     Raises only PayloadError for an invalid payload.
@@ -242,21 +303,46 @@ def verify(payload: Payload | str | bytes | dict[str, Any], policy: Policy, stor
     t0 = time.perf_counter()
     p = load_payload(payload, limits)
     lint = run_stages(LintContext(p.answer_template, domain or "", {}, payload=p), _VERIFY_STAGES)
-    decision = _process(p, lint, _VERIFY_MODES, policy, store, principal=principal, now=now,
-                        request_id=request_id or secrets.token_hex(16))
+    decision = _process(
+        p,
+        lint,
+        _VERIFY_MODES,
+        policy,
+        store,
+        principal=principal,
+        now=now,
+        request_id=request_id or secrets.token_hex(16),
+    )
     if log is not None:
-        _emit(log, _events(decision, p, lint, domain=domain, principal=principal,
-                           latency_ms=(time.perf_counter() - t0) * 1000, log_payload=False,
-                           include_values=bool(getattr(log, "include_values", False))))
+        _emit(
+            log,
+            _events(
+                decision,
+                p,
+                lint,
+                domain=domain,
+                principal=principal,
+                latency_ms=(time.perf_counter() - t0) * 1000,
+                log_payload=False,
+                include_values=bool(getattr(log, "include_values", False)),
+            ),
+        )
     return decision
 
 
 Generate = Callable[[Decision | None], Any]
 
 
-def regenerate_loop(generate: Generate, policy: Policy, store: RecordStore, *, max_attempts: int = 3,
-                    principal: Any = None, now: datetime | None = None,
-                    verifier: Callable[..., Decision] | None = None) -> Decision:
+def regenerate_loop(
+    generate: Generate,
+    policy: Policy,
+    store: RecordStore,
+    *,
+    max_attempts: int = 3,
+    principal: Any = None,
+    now: datetime | None = None,
+    verifier: Callable[..., Decision] | None = None,
+) -> Decision:
     """Ask ``generate`` for a payload, feeding back the previous decision, until it verifies.
 
     ``generate(None)`` produces the first payload; ``generate(decision)`` gets the
@@ -275,12 +361,15 @@ def regenerate_loop(generate: Generate, policy: Policy, store: RecordStore, *, m
             return decision
         previous = decision
     assert previous is not None
-    return Decision(Action.REFUSE, request_id=previous.request_id, results=previous.results,
-                    message=f"I could not produce an answer that matches the records after {max_attempts} "
-                            f"attempts, so I have not given one.",
-                    unverified=previous.contradicted, warnings=previous.warnings)
-
-
+    return Decision(
+        Action.REFUSE,
+        request_id=previous.request_id,
+        results=previous.results,
+        message=f"I could not produce an answer that matches the records after {max_attempts} "
+        f"attempts, so I have not given one.",
+        unverified=previous.contradicted,
+        warnings=previous.warnings,
+    )
 
 
 class Guard:
@@ -290,23 +379,39 @@ class Guard:
     >>> # decision = g.run(payload_json, principal="cus_1042")
     """
 
-    def __init__(self, policy: Policy | str | Path | Mapping[str, Any], db: str | RecordStore | Any, *,
-                 domain: str | None = None, config: Any = None, log: Any = None, metrics: Any = None,
-                 classifier: Any = "auto", grammar_dir: Any = None, limits: Limits | None = None,
-                 statement_timeout: float = 5.0, log_payloads: bool = False, lint_cache_size: int = 1024) -> None:
+    def __init__(
+        self,
+        policy: Policy | str | Path | dict[str, Any],
+        db: str | RecordStore | Any,
+        *,
+        domain: str | None = None,
+        config: Any = None,
+        log: Any = None,
+        metrics: Any = None,
+        classifier: Any = "auto",
+        grammar_dir: Any = None,
+        limits: Limits | None = None,
+        statement_timeout: float = 5.0,
+        log_payloads: bool = False,
+        lint_cache_size: int = 1024,
+    ) -> None:
         self.policy = load_policy(policy if not isinstance(policy, str) or "\n" in policy else Path(policy))
         self.domain = domain
         self.config = load_gate_config(config).for_domain(domain)
         self.grammar_dir = grammar_dir
-        self.modes = {s.name: self.config.mode(s.name) for s in registry.stages()
-                      if self.config.mode(s.name) is not Mode.OFF}
-        setup = StageSetup(domain=domain, grammar_dir=grammar_dir,
-                           classifier=None if classifier == "auto" else classifier)
+        self.modes = {
+            s.name: self.config.mode(s.name) for s in registry.stages() if self.config.mode(s.name) is not Mode.OFF
+        }
+        setup = StageSetup(
+            domain=domain, grammar_dir=grammar_dir, classifier=None if classifier == "auto" else classifier
+        )
         self.stages: list[tuple[str, Check]] = registry.build(
-            {name: self.config.options.get(name) for name in self.modes}, setup)
+            {name: self.config.options.get(name) for name in self.modes}, setup
+        )
         self.lint_cache = LintCache(lint_cache_size)
-        self.store = db if isinstance(db, RecordStore) else RecordStore(db, self.policy,
-                                                                          statement_timeout=statement_timeout)
+        self.store = (
+            db if isinstance(db, RecordStore) else RecordStore(db, self.policy, statement_timeout=statement_timeout)
+        )
         self.limits = limits or Limits()
         if isinstance(log, (str, Path)):
             from guard.observe.events import EventLog
@@ -316,26 +421,33 @@ class Guard:
         self.log_payloads = log_payloads
         self.metrics = metrics
 
-    def lint_template(self, template: str, slot_types: Mapping[str, str], payload: Payload | None = None) \
-            -> LintResult:
+    def lint_template(self, template: str, slot_types: Mapping[str, str], payload: Payload | None = None) -> LintResult:
         """The gate's stages on one template, computed once per (domain, template, slot types)."""
         key = (self.domain, template, tuple(sorted(slot_types.items())))
         found = self.lint_cache.get(key)
         if self.metrics is not None:
             self.metrics.observe_lint_cache(found is not None)
         if found is None:
-            found = run_stages(LintContext(template, self.domain or "", dict(slot_types), self.grammar_dir,
-                                           payload=payload), self.stages)
+            found = run_stages(
+                LintContext(template, self.domain or "", dict(slot_types), self.grammar_dir, payload=payload),
+                self.stages,
+            )
             self.lint_cache.put(key, found)
         return found
 
-    def lint(self, payload: Payload | str | bytes | Mapping[str, Any]) -> LintResult:
+    def lint(self, payload: Payload | str | bytes | dict[str, Any]) -> LintResult:
         """The gate's stages on a payload's template, with slot types from its claims."""
         p = load_payload(payload, self.limits)  # a Payload built directly has skipped the slot and key checks
         return self.lint_template(p.answer_template, {c.key: c.type.value for c in p.claims}, p)
 
-    def run(self, payload: Payload | str | bytes | Mapping[str, Any], principal: Any = None, *,
-            now: datetime | None = None, request_id: str | None = None) -> Decision:
+    def run(
+        self,
+        payload: Payload | str | bytes | dict[str, Any],
+        principal: Any = None,
+        *,
+        now: datetime | None = None,
+        request_id: str | None = None,
+    ) -> Decision:
         """Lint, then (unless an enforced stage failed) check, decide and render; log and count the result.
 
         Raises only :class:`guard.errors.PayloadError` for a payload that cannot be read.
@@ -343,13 +455,27 @@ class Guard:
         t0 = time.perf_counter()
         p = load_payload(payload, self.limits)
         lint = self.lint_template(p.answer_template, {c.key: c.type.value for c in p.claims}, p)
-        decision = _process(p, lint, self.modes, self.policy, self.store, principal=principal, now=now,
-                            request_id=request_id or secrets.token_hex(16))
+        decision = _process(
+            p,
+            lint,
+            self.modes,
+            self.policy,
+            self.store,
+            principal=principal,
+            now=now,
+            request_id=request_id or secrets.token_hex(16),
+        )
         if self.log is not None or self.metrics is not None:
-            events = _events(decision, p, lint, domain=self.domain, principal=principal,
-                             latency_ms=(time.perf_counter() - t0) * 1000,
-                             log_payload=self.log_payloads and self.log is not None,
-                             include_values=bool(getattr(self.log, "include_values", False)))
+            events = _events(
+                decision,
+                p,
+                lint,
+                domain=self.domain,
+                principal=principal,
+                latency_ms=(time.perf_counter() - t0) * 1000,
+                log_payload=self.log_payloads and self.log is not None,
+                include_values=bool(getattr(self.log, "include_values", False)),
+            )
             if self.log is not None:
                 _emit(self.log, events)
             if self.metrics is not None:
@@ -377,5 +503,14 @@ class Guard:
         self.close()
 
 
-__all__ = ["Guard", "GateConfig", "DomainConfig", "LintCache", "Mode", "load_gate_config", "verify",
-           "regenerate_loop", "EventSink"]
+__all__ = [
+    "Guard",
+    "GateConfig",
+    "DomainConfig",
+    "LintCache",
+    "Mode",
+    "load_gate_config",
+    "verify",
+    "regenerate_loop",
+    "EventSink",
+]

@@ -29,8 +29,10 @@ def test_every_export_resolves_and_reports_module_guard():
 
 
 def test_import_guard_is_light():
-    code = ("import sys, guard; heavy = [m for m in ('spacy', 'sqlalchemy', 'lark', 'sklearn', 'pydantic') "
-            "if m in sys.modules]; print(','.join(heavy))")
+    code = (
+        "import sys, guard; heavy = [m for m in ('spacy', 'sqlalchemy', 'lark', 'sklearn', 'pydantic') "
+        "if m in sys.modules]; print(','.join(heavy))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 

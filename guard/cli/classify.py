@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,7 +15,7 @@ BATCH = 4096
 def classify_cmd(
     file: str = typer.Argument("-", help="Text file with one sentence per line, or - for standard input."),
     fmt: str = typer.Option("text", "--format", "-f", help="Output format: text, json or jsonl."),
-    model: Optional[Path] = typer.Option(None, "--model", help="Model file (default: the model shipped with guard)."),
+    model: Path | None = typer.Option(None, "--model", help="Model file (default: the model shipped with guard)."),
 ) -> None:
     """Print labels, per-label scores and evidence spans for every line."""
     from guard.cli._common import read_text
@@ -32,7 +31,7 @@ def classify_cmd(
         out.write("[")
     first = True
     for i in range(0, len(lines), BATCH):
-        preds = clf.predict(lines[i:i + BATCH])
+        preds = clf.predict(lines[i : i + BATCH])
         if fmt == "text":
             out.write("".join(_text_line(p) for p in preds))
         elif fmt == "jsonl":

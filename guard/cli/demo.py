@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 
 def demo_cmd(
-    db: Optional[str] = typer.Option(None, "--db", help="Database URL to fill (default: a new SQLite file)."),
+    db: str | None = typer.Option(None, "--db", help="Database URL to fill (default: a new SQLite file)."),
     orders: int = typer.Option(3000, "--orders", min=10, help="How many orders to generate."),
 ) -> None:
     """Build a seeded SQLite system of record and show the three decisions side by side."""
@@ -21,16 +20,18 @@ def demo_cmd(
     from rich.text import Text
 
     from guard import demo
-    from guard.records.store import RecordStore
     from guard.pipeline import verify
+    from guard.records.store import RecordStore
 
     console = Console()
     url = db or f"sqlite:///{Path(tempfile.mkdtemp(prefix='guard-demo-')) / 'records.db'}"
     with console.status("building the system of record"):
         demo.build(url, n_orders=orders)
     policy = demo.policy()
-    console.print(f"[bold]guard demo[/]: {orders} orders in {url}, policy {', '.join(policy.entities)}; "
-                  f"principal {demo.PRINCIPAL}, clock {demo.NOW.isoformat()}")
+    console.print(
+        f"[bold]guard demo[/]: {orders} orders in {url}, policy {', '.join(policy.entities)}; "
+        f"principal {demo.PRINCIPAL}, clock {demo.NOW.isoformat()}"
+    )
     panels = []
     styles = {"answer": "green", "refuse": "yellow", "regenerate_from_facts": "magenta"}
     with RecordStore(url, policy) as store:

@@ -5,21 +5,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from guard.cli import exitcodes
 from guard.errors import GuardError
 
-grammars_app = typer.Typer(help="List, show and export the approved sentence shape grammars.",
-                           no_args_is_help=True)
+grammars_app = typer.Typer(help="List, show and export the approved sentence shape grammars.", no_args_is_help=True)
 
 GRAMMAR_DIR = typer.Option(None, "--grammar-dir", help="Directory with your own <domain>.lark files.")
 
 
 @grammars_app.command("list")
-def list_cmd(grammar_dir: Optional[Path] = GRAMMAR_DIR) -> None:
+def list_cmd(grammar_dir: Path | None = GRAMMAR_DIR) -> None:
     """Every domain with its number of shapes and the file it comes from."""
     from guard.shapes import list_domains, load_grammar
 
@@ -32,7 +30,7 @@ def list_cmd(grammar_dir: Optional[Path] = GRAMMAR_DIR) -> None:
 @grammars_app.command("show")
 def show_cmd(
     domain: str = typer.Argument(..., help="Domain name."),
-    grammar_dir: Optional[Path] = GRAMMAR_DIR,
+    grammar_dir: Path | None = GRAMMAR_DIR,
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
 ) -> None:
     """Every approved shape of DOMAIN as readable text, with slot types in braces."""
@@ -55,10 +53,11 @@ def show_cmd(
 def export_cmd(
     domain: str = typer.Argument(..., help="Domain name."),
     fmt: str = typer.Option("lark", "--format", "-f", help="lark (llguidance subset) or regex."),
-    slot_type: List[str] = typer.Option([], "--slot-type", "-s", help="NAME=TYPE: only these slot names, typed "
-                                                                      "(repeatable; default any {name})."),
-    grammar_dir: Optional[Path] = GRAMMAR_DIR,
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+    slot_type: list[str] = typer.Option(
+        [], "--slot-type", "-s", help="NAME=TYPE: only these slot names, typed (repeatable; default any {name})."
+    ),
+    grammar_dir: Path | None = GRAMMAR_DIR,
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
 ) -> None:
     """DOMAIN as a grammar for constrained decoding: llguidance Lark or one regular expression."""
     from guard.linting import parse_slot_types

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Optional
 
 import typer
 
@@ -16,8 +15,12 @@ def rule_text(code: str) -> str:
     from guard.findings import CATALOGUE
 
     entry = CATALOGUE[code]
-    lines = [f"{entry.code} {entry.name} ({entry.severity.value}, stage {entry.stage})", "", entry.summary[:1].upper()
-             + entry.summary[1:] + ".", ""]
+    lines = [
+        f"{entry.code} {entry.name} ({entry.severity.value}, stage {entry.stage})",
+        "",
+        entry.summary[:1].upper() + entry.summary[1:] + ".",
+        "",
+    ]
     if entry.explanation:
         lines += ["What it catches", f"  {entry.explanation}", ""]
     if entry.why:
@@ -31,13 +34,16 @@ def rule_text(code: str) -> str:
     if not entry.blocks:
         lines += ["Never refuses an answer: it is carried as a warning.", ""]
     elif entry.refusal:
-        lines += ["When its stage is enforced, the customer reads", f"  I have not given this answer because "
-                  f"{entry.refusal.replace('{n}', 'N')}.", ""]
+        lines += [
+            "When its stage is enforced, the customer reads",
+            f"  I have not given this answer because {entry.refusal.replace('{n}', 'N')}.",
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 
 def rules_cmd(
-    code: Optional[str] = typer.Argument(None, help="A finding code such as S201; without one, list them all."),
+    code: str | None = typer.Argument(None, help="A finding code such as S201; without one, list them all."),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
 ) -> None:
     """List every finding code with its name, or explain one: what it catches, why, and examples."""
@@ -56,13 +62,30 @@ def rules_cmd(
         out = []
         for c in codes:
             e = CATALOGUE[c]
-            out.append({"code": e.code, "name": e.name, "stage": e.stage, "severity": e.severity.value,
-                        "summary": e.summary, "explanation": e.explanation, "why": e.why, "refusal": e.refusal,
-                        "blocks": e.blocks,
-                        "examples": {k: None if x is None else {"template": x.template, "domain": x.domain,
-                                                                "slot_types": dict(x.slot_types),
-                                                                "claims": None if x.claims is None else dict(x.claims)}
-                                     for k, x in (("bad", e.bad), ("good", e.good))}})
+            out.append(
+                {
+                    "code": e.code,
+                    "name": e.name,
+                    "stage": e.stage,
+                    "severity": e.severity.value,
+                    "summary": e.summary,
+                    "explanation": e.explanation,
+                    "why": e.why,
+                    "refusal": e.refusal,
+                    "blocks": e.blocks,
+                    "examples": {
+                        k: None
+                        if x is None
+                        else {
+                            "template": x.template,
+                            "domain": x.domain,
+                            "slot_types": dict(x.slot_types),
+                            "claims": None if x.claims is None else dict(x.claims),
+                        }
+                        for k, x in (("bad", e.bad), ("good", e.good))
+                    },
+                }
+            )
         sys.stdout.write(json.dumps(out if code is None else out[0], indent=2, ensure_ascii=False) + "\n")
     elif code is None:
         for c in codes:

@@ -20,8 +20,15 @@ def build(setup: StageSetup) -> Check:
     return check
 
 
-STAGE = register(Stage(
-    "format", build, codes=("F101", "F102", "F103", "F104", "F105", "F106", "F107", "F108", "F109"),
-    refusal="it uses a placeholder that is not allowed", default_mode=Mode.ENFORCE, required=True))
+STAGE = register(
+    Stage(
+        "format",
+        build,
+        codes=("F101", "F102", "F103", "F104", "F105", "F106", "F107", "F108", "F109"),
+        refusal="it uses a placeholder that is not allowed",
+        default_mode=Mode.ENFORCE,
+        required=True,
+    )
+)
 
 __all__ = ["check", "STAGE"]

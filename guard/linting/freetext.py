@@ -36,15 +36,28 @@ def freetext_findings(template: str, classifier: Any) -> list[Finding]:
             if spans:
                 start, end = sent.start + spans[0].start, sent.start + spans[0].end
                 evidence = ", ".join(f"'{s.text}'" for s in spans[:3])
-                msg = f"sentence {sent.index + 1} states {WHAT[label]} in free text ({evidence}); put the fact in a slot"
+                msg = (
+                    f"sentence {sent.index + 1} states {WHAT[label]} in free text ({evidence}); put the fact in a slot"
+                )
             else:
                 start, end = sent.start, sent.end
                 msg = f"sentence {sent.index + 1} states {WHAT[label]} in free text; put the fact in a slot"
-            findings.append(Finding.make(
-                code, msg, sentence=sent.index, start=start, end=end,
-                data={"label": label, "score": round(float(pred.scores.get(label, 0.0)), 4),
-                      "spans": [{"start": sent.start + s.start, "end": sent.start + s.end, "text": s.text}
-                                for s in spans]}))
+            findings.append(
+                Finding.make(
+                    code,
+                    msg,
+                    sentence=sent.index,
+                    start=start,
+                    end=end,
+                    data={
+                        "label": label,
+                        "score": round(float(pred.scores.get(label, 0.0)), 4),
+                        "spans": [
+                            {"start": sent.start + s.start, "end": sent.start + s.end, "text": s.text} for s in spans
+                        ],
+                    },
+                )
+            )
     return findings
 
 
@@ -62,7 +75,14 @@ def build(setup: StageSetup) -> Check:
     return freetext_stage(setup.classifier if setup.classifier is not None else load_classifier())
 
 
-STAGE = register(Stage("freetext", build, codes=tuple(CODES.values()),
-                       refusal="sentence {n} makes a claim outside the verified facts", default_mode=Mode.ENFORCE))
+STAGE = register(
+    Stage(
+        "freetext",
+        build,
+        codes=tuple(CODES.values()),
+        refusal="sentence {n} makes a claim outside the verified facts",
+        default_mode=Mode.ENFORCE,
+    )
+)
 
 __all__ = ["load_classifier", "freetext_findings", "freetext_stage", "build", "CODES", "STAGE"]

@@ -95,8 +95,9 @@ class Stage:
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             key = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"{self.name} options: {first['msg']}", location=f"{where}.{key}" if key else where) \
-                from None
+            raise ConfigError(
+                f"{self.name} options: {first['msg']}", location=f"{where}.{key}" if key else where
+            ) from None
         return {"model": model}
 
 
@@ -113,8 +114,9 @@ def register(stage: Stage) -> Stage:
         if not entry.refusal:
             entry = replace(entry, refusal=stage.refusal)
         if entry.stage != stage.name:
-            raise ConfigError(f"code {entry.code} belongs to stage {entry.stage!r}, not {stage.name!r}",
-                              location=entry.code)
+            raise ConfigError(
+                f"code {entry.code} belongs to stage {entry.stage!r}, not {stage.name!r}", location=entry.code
+            )
         resolved.append(entry)
     for entry in resolved:
         CATALOGUE.add(entry)

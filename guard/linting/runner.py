@@ -124,8 +124,16 @@ def lint_payload(
         ctx = LintContext(template, domain, types, grammar_dir)
 
         def unclaimed(ctx: LintContext) -> list[Finding]:
-            return [Finding.make("F107", f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
-                                 start=s.start, end=s.end) for s in ctx.slots if s.name not in types]
+            return [
+                Finding.make(
+                    "F107",
+                    f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
+                    start=s.start,
+                    end=s.end,
+                )
+                for s in ctx.slots
+                if s.name not in types
+            ]
 
         chosen = list(stages if stages is not None else base_stages())
         return run_stages(ctx, chosen[:1] + [("claims", unclaimed)] + chosen[1:])
@@ -149,13 +157,23 @@ def _lenient(payload: Any) -> tuple[str | None, dict[str, str]]:
     if not isinstance(data, dict) or not isinstance(data.get("answer_template"), str):
         return None, {}
     known = {t.value for t in ClaimType}
-    types = {c["key"]: c["type"] for c in data.get("claims") or [] if isinstance(c, dict)
-             and isinstance(c.get("key"), str) and c.get("type") in known}
+    types = {
+        c["key"]: c["type"]
+        for c in data.get("claims") or []
+        if isinstance(c, dict) and isinstance(c.get("key"), str) and c.get("type") in known
+    }
     return data["answer_template"], types
 
 
-def default_stages(*, freetext: bool | None = None, ratio: bool = True, thresholds: Any = None,
-                   classifier: Any = None, domain: str | None = None, grammar_dir: Any = None) -> list[tuple[str, Stage]]:
+def default_stages(
+    *,
+    freetext: bool | None = None,
+    ratio: bool = True,
+    thresholds: Any = None,
+    classifier: Any = None,
+    domain: str | None = None,
+    grammar_dir: Any = None,
+) -> list[tuple[str, Stage]]:
     """Format and shape, plus the free-text classifier (``None``: when the shipped model is present) and the
     slot-ratio monitor, built through the stage registry."""
     from guard.linting.registry import StageSetup, build

@@ -23,14 +23,20 @@ def build(setup: StageSetup) -> Check:
     from guard.shapes import load_grammar
 
     if not setup.domain:
-        raise ConfigError("the shape stage needs a domain (orders, billing, account or your own)",
-                          location="domain")
+        raise ConfigError("the shape stage needs a domain (orders, billing, account or your own)", location="domain")
     load_grammar(setup.domain, grammar_dir=setup.grammar_dir)
     return check
 
 
-STAGE = register(Stage(
-    "shape", build, codes=("S201", "S202", "S203", "S204"),
-    refusal="sentence {n} is not one of the approved sentence shapes", default_mode=Mode.OFF, needs_domain=True))
+STAGE = register(
+    Stage(
+        "shape",
+        build,
+        codes=("S201", "S202", "S203", "S204"),
+        refusal="sentence {n} is not one of the approved sentence shapes",
+        default_mode=Mode.OFF,
+        needs_domain=True,
+    )
+)
 
 __all__ = ["check", "STAGE"]

@@ -35,7 +35,7 @@ import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=s
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def _encode(event: Mapping[str, Any], include_values: bool) -> bytes:
@@ -195,7 +195,7 @@ class EventLog:
                     if written < len(line):  # rare on a regular file (a signal, a full disk): finish under the lock
                         view = memoryview(line)[written:]
                         while view:
-                            view = view[os.write(self._fd, view):]
+                            view = view[os.write(self._fd, view) :]
                 finally:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             except OSError as exc:
@@ -207,7 +207,7 @@ class EventLog:
                 self._close_fds()
                 self._closed = True
 
-    def __enter__(self) -> "EventLog":
+    def __enter__(self) -> EventLog:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -70,20 +70,28 @@ class Metrics:
                 registry=self.registry,
             )
             self.decisions = Counter(
-                "guard_decisions", "Decisions by action (answer, refuse, regenerate_from_facts).", ["action"],
+                "guard_decisions",
+                "Decisions by action (answer, refuse, regenerate_from_facts).",
+                ["action"],
                 registry=self.registry,
             )
             self.findings = Counter(
-                "guard_lint_findings", "Lint findings by code (F1xx, S2xx, T3xx, R4xx).", ["code"],
+                "guard_lint_findings",
+                "Lint findings by code (F1xx, S2xx, T3xx, R4xx).",
+                ["code"],
                 registry=self.registry,
             )
             self.lint_cache = Counter(
-                "guard_lint_cache", "Lint results served from the per-template cache (hit) or computed (miss).",
-                ["result"], registry=self.registry,
+                "guard_lint_cache",
+                "Lint results served from the per-template cache (hit) or computed (miss).",
+                ["result"],
+                registry=self.registry,
             )
             self.prose_per_slot = Histogram(
-                "guard_prose_per_slot", "Prose words per slot in each decided template.",
-                buckets=tuple(buckets), registry=self.registry,
+                "guard_prose_per_slot",
+                "Prose words per slot in each decided template.",
+                buckets=tuple(buckets),
+                registry=self.registry,
             )
         except ValueError as exc:  # duplicate names on a shared registry, bad buckets
             raise GuardError(f"cannot register guard metrics: {exc}") from exc

@@ -18,9 +18,9 @@ retypes a field raises :data:`SCHEMA_VERSION`.
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import Any, Literal, NotRequired, cast
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from guard.errors import EventLogError
 
@@ -74,25 +74,65 @@ Event = PayloadEvent | ClaimEvent | DecisionEvent
 EVENTS: dict[str, type[Any]] = {"payload": PayloadEvent, "claim": ClaimEvent, "decision": DecisionEvent}
 
 
-def claim_event(*, request_id: str, domain: str | None, entity: str, field: str, key: str, type: str, status: str,
-                latency_ms: float) -> ClaimEvent:
-    return cast(ClaimEvent, {"event": "claim", "schema_version": SCHEMA_VERSION, "request_id": request_id,
-                             "domain": domain, "entity": entity, "field": field, "key": key, "type": type,
-                             "status": status, "latency_ms": latency_ms})
+def claim_event(
+    *, request_id: str, domain: str | None, entity: str, field: str, key: str, type: str, status: str, latency_ms: float
+) -> ClaimEvent:
+    return cast(
+        ClaimEvent,
+        {
+            "event": "claim",
+            "schema_version": SCHEMA_VERSION,
+            "request_id": request_id,
+            "domain": domain,
+            "entity": entity,
+            "field": field,
+            "key": key,
+            "type": type,
+            "status": status,
+            "latency_ms": latency_ms,
+        },
+    )
 
 
-def decision_event(*, request_id: str, domain: str | None, action: str, n_claims: int, n_slots: int,
-                   prose_words: int, prose_per_slot: float | None, findings: list[str],
-                   latency_ms: float) -> DecisionEvent:
-    return cast(DecisionEvent, {"event": "decision", "schema_version": SCHEMA_VERSION, "request_id": request_id,
-                                "domain": domain, "action": action, "n_claims": n_claims, "n_slots": n_slots,
-                                "prose_words": prose_words, "prose_per_slot": prose_per_slot, "findings": findings,
-                                "latency_ms": latency_ms})
+def decision_event(
+    *,
+    request_id: str,
+    domain: str | None,
+    action: str,
+    n_claims: int,
+    n_slots: int,
+    prose_words: int,
+    prose_per_slot: float | None,
+    findings: list[str],
+    latency_ms: float,
+) -> DecisionEvent:
+    return cast(
+        DecisionEvent,
+        {
+            "event": "decision",
+            "schema_version": SCHEMA_VERSION,
+            "request_id": request_id,
+            "domain": domain,
+            "action": action,
+            "n_claims": n_claims,
+            "n_slots": n_slots,
+            "prose_words": prose_words,
+            "prose_per_slot": prose_per_slot,
+            "findings": findings,
+            "latency_ms": latency_ms,
+        },
+    )
 
 
 def payload_event(*, request_id: str, domain: str | None, principal: Any, payload: dict[str, Any]) -> PayloadEvent:
-    return {"event": "payload", "schema_version": SCHEMA_VERSION, "request_id": request_id, "domain": domain,
-            "principal": principal, "payload": payload}
+    return {
+        "event": "payload",
+        "schema_version": SCHEMA_VERSION,
+        "request_id": request_id,
+        "domain": domain,
+        "principal": principal,
+        "payload": payload,
+    }
 
 
 _ADAPTERS: dict[str, Any] = {}
@@ -115,8 +155,9 @@ def validate(event: Any) -> Event:
     if kind not in EVENTS:
         raise EventLogError(f"unknown event kind {kind!r}; kinds are {', '.join(EVENTS)}", location="event")
     if event.get("schema_version") != SCHEMA_VERSION:
-        raise EventLogError(f"schema_version {event.get('schema_version')!r} is not {SCHEMA_VERSION}",
-                            location="schema_version")
+        raise EventLogError(
+            f"schema_version {event.get('schema_version')!r} is not {SCHEMA_VERSION}", location="schema_version"
+        )
     extra = set(event) - set(EVENTS[kind].__annotations__)
     if extra:
         raise EventLogError(f"unknown keys {sorted(extra)} in a {kind} event", location=kind)
@@ -138,5 +179,16 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-__all__ = ["SCHEMA_VERSION", "PayloadEvent", "ClaimEvent", "DecisionEvent", "Event", "EVENTS", "claim_event",
-           "decision_event", "payload_event", "validate", "json_schema"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "PayloadEvent",
+    "ClaimEvent",
+    "DecisionEvent",
+    "Event",
+    "EVENTS",
+    "claim_event",
+    "decision_event",
+    "payload_event",
+    "validate",
+    "json_schema",
+]

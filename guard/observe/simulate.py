@@ -18,11 +18,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from guard.observe.schema import Event, claim_event, decision_event
 
-START = datetime(2026, 12, 1, tzinfo=timezone.utc)
+START = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -98,9 +98,16 @@ def simulate_events(
                     break
                 draw -= p
             statuses.append(status)
-            claim = claim_event(request_id=rid, domain=domain, entity=profile.entity, field=profile.field,
-                                key=profile.field, type=profile.type, status=status,
-                                latency_ms=round(rng.uniform(0.1, 2.0), 3))
+            claim = claim_event(
+                request_id=rid,
+                domain=domain,
+                entity=profile.entity,
+                field=profile.field,
+                key=profile.field,
+                type=profile.type,
+                status=status,
+                latency_ms=round(rng.uniform(0.1, 2.0), 3),
+            )
             claim["ts"] = ts
             yield claim
         n_slots = len(chosen)
@@ -111,9 +118,16 @@ def simulate_events(
         bad = any(s in ("contradicted", "not_found") for s in statuses)
         findings = ["R401"] if prose / n_slots > 8 else []
         decision = decision_event(
-            request_id=rid, domain=domain, action="regenerate_from_facts" if bad else "answer", n_claims=n_slots,
-            n_slots=n_slots, prose_words=prose, prose_per_slot=round(prose / n_slots, 3), findings=findings,
-            latency_ms=round(rng.uniform(0.5, 5.0), 3))
+            request_id=rid,
+            domain=domain,
+            action="regenerate_from_facts" if bad else "answer",
+            n_claims=n_slots,
+            n_slots=n_slots,
+            prose_words=prose,
+            prose_per_slot=round(prose / n_slots, 3),
+            findings=findings,
+            latency_ms=round(rng.uniform(0.5, 5.0), 3),
+        )
         decision["ts"] = ts
         yield decision
 

@@ -10,7 +10,6 @@ import json
 import math
 from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
 from typing import Any, Union
 
 import regex
@@ -42,7 +41,7 @@ class Claim(BaseModel):
     key: StrictStr = Field(min_length=1, max_length=64)
     type: ClaimType
     entity: StrictStr = Field(min_length=1, max_length=128)
-    entity_id: Union[StrictStr, StrictInt] = Field(union_mode="left_to_right")
+    entity_id: StrictStr | StrictInt = Field(union_mode="left_to_right")
     field: StrictStr = Field(min_length=1, max_length=128)
     value: Scalar
 
@@ -108,7 +107,8 @@ def _schema_problems(exc: ValidationError, raw: Any) -> list[Problem]:
             msg = "this key is required"
         elif e["type"] == "extra_forbidden":
             msg = "unknown key; allowed keys are " + (
-                "key, type, entity, entity_id, field, value" if e["loc"][0] == "claims" else "answer_template, claims")
+                "key, type, entity, entity_id, field, value" if e["loc"][0] == "claims" else "answer_template, claims"
+            )
         out.setdefault(where, Problem("schema", msg, where))
     return list(out.values())
 
@@ -120,8 +120,10 @@ def _parse_json(data: str | bytes, limits: Limits) -> Any:
     try:
         return json.loads(data, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise PayloadError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-                           location=f"line {exc.lineno}, column {exc.colno}") from None
+        raise PayloadError(
+            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            location=f"line {exc.lineno}, column {exc.colno}",
+        ) from None
     except (ValueError, RecursionError, UnicodeDecodeError) as exc:
         raise PayloadError(f"invalid JSON: {exc}", location="payload") from None
 
@@ -130,8 +132,13 @@ def _check_limits(raw: dict[str, Any], limits: Limits) -> list[Problem]:
     problems: list[Problem] = []
     template = raw.get("answer_template")
     if isinstance(template, str) and len(template) > limits.max_template_chars:
-        problems.append(Problem("limit", f"the template has {len(template)} characters; the limit is "
-                                         f"{limits.max_template_chars}", "answer_template"))
+        problems.append(
+            Problem(
+                "limit",
+                f"the template has {len(template)} characters; the limit is {limits.max_template_chars}",
+                "answer_template",
+            )
+        )
     claims = raw.get("claims")
     if isinstance(claims, list):
         if len(claims) > limits.max_claims:
@@ -142,14 +149,24 @@ def _check_limits(raw: dict[str, Any], limits: Limits) -> list[Problem]:
                     continue
                 v = c.get("value")
                 if isinstance(v, str) and len(v) > limits.max_value_chars:
-                    problems.append(Problem("limit", f"value has {len(v)} characters; the limit is "
-                                                     f"{limits.max_value_chars}", f"claims[{i}].value"))
+                    problems.append(
+                        Problem(
+                            "limit",
+                            f"value has {len(v)} characters; the limit is {limits.max_value_chars}",
+                            f"claims[{i}].value",
+                        )
+                    )
                 if isinstance(v, float) and not math.isfinite(v):
                     problems.append(Problem("value", "value must be a finite number", f"claims[{i}].value"))
                 eid = c.get("entity_id")
                 if isinstance(eid, str) and len(eid) > limits.max_entity_id_chars:
-                    problems.append(Problem("limit", f"entity_id has {len(eid)} characters; the limit is "
-                                                     f"{limits.max_entity_id_chars}", f"claims[{i}].entity_id"))
+                    problems.append(
+                        Problem(
+                            "limit",
+                            f"entity_id has {len(eid)} characters; the limit is {limits.max_entity_id_chars}",
+                            f"claims[{i}].entity_id",
+                        )
+                    )
     return problems
 
 
@@ -165,8 +182,13 @@ def _surrogates(payload: Payload) -> list[Problem]:
     for where, text in fields:
         m = _SURROGATE.search(text) if isinstance(text, str) else None
         if m:
-            out.append(Problem("unicode", f"lone surrogate U+{ord(m.group()):04X} at character {m.start() + 1}; "
-                                          "text must be valid Unicode", where))
+            out.append(
+                Problem(
+                    "unicode",
+                    f"lone surrogate U+{ord(m.group()):04X} at character {m.start() + 1}; text must be valid Unicode",
+                    where,
+                )
+            )
     return out
 
 
@@ -201,11 +223,17 @@ def load_payload(data: str | bytes | dict[str, Any] | Payload, limits: Limits | 
     seen: dict[str, int] = {}
     for i, c in enumerate(payload.claims):
         if not NAME.fullmatch(c.key):
-            problems.append(Problem("key", "a claim key must be letters, digits and underscores, starting with a "
-                                           "letter or _", f"claims[{i}].key"))
+            problems.append(
+                Problem(
+                    "key",
+                    "a claim key must be letters, digits and underscores, starting with a letter or _",
+                    f"claims[{i}].key",
+                )
+            )
         elif c.key in seen:
-            problems.append(Problem("duplicate", f"key '{c.key}' is also used by claims[{seen[c.key]}]",
-                                    f"claims[{i}].key"))
+            problems.append(
+                Problem("duplicate", f"key '{c.key}' is also used by claims[{seen[c.key]}]", f"claims[{i}].key")
+            )
         else:
             seen[c.key] = i
     slots, findings = scan_template(payload.answer_template)
@@ -213,8 +241,13 @@ def load_payload(data: str | bytes | dict[str, Any] | Payload, limits: Limits | 
         problems.append(Problem(f.code, f.message, f"answer_template:{f.start + 1}"))
     for s in slots:
         if s.name not in seen:
-            problems.append(Problem("F107", f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
-                                    f"answer_template:{s.start + 1}"))
+            problems.append(
+                Problem(
+                    "F107",
+                    f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
+                    f"answer_template:{s.start + 1}",
+                )
+            )
     if problems:
         raise PayloadError("the payload was rejected", problems=problems)
     return payload
@@ -224,8 +257,7 @@ def unused_claims(payload: Payload) -> list[Finding]:
     """A warning for every claim that no slot uses (it would be checked but never shown)."""
     used = {s.name for s in scan_template(payload.answer_template)[0]}
     return [
-        Finding.make("F108", f"claim '{c.key}' is not used by any slot", severity=Severity.WARNING,
-                     data={"key": c.key})
+        Finding.make("F108", f"claim '{c.key}' is not used by any slot", severity=Severity.WARNING, data={"key": c.key})
         for c in payload.claims
         if c.key not in used
     ]

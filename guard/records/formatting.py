@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo
-from typing import Any, Callable
 
 from babel import Locale
-
 from babel.dates import format_date, format_datetime
 from babel.numbers import format_currency, format_decimal, get_currency_precision
 

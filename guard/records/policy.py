@@ -11,13 +11,13 @@ import re
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from babel import Locale, UnknownLocaleError
 from babel.numbers import get_currency_precision, list_currencies
-from pydantic import TypeAdapter, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from guard.errors import PolicyError, Problem
 from guard.payload import NAME, ClaimType
@@ -54,12 +54,12 @@ class FieldPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: ClaimType
-    column: Optional[str] = None
-    label: Optional[str] = None
-    freshness: Optional[timedelta] = None
-    currency: Optional[str] = None
-    tolerance: Optional[Decimal] = None
-    unit: Optional[str] = None
+    column: str | None = None
+    label: str | None = None
+    freshness: timedelta | None = None
+    currency: str | None = None
+    tolerance: Decimal | None = None
+    unit: str | None = None
     aliases: dict[str, list[str]] = Field(default_factory=dict)
 
     @field_validator("freshness", mode="before")
@@ -81,7 +81,7 @@ class FieldPolicy(BaseModel):
 
     @field_validator("currency")
     @classmethod
-    def _currency(cls, v: Optional[str]) -> Optional[str]:
+    def _currency(cls, v: str | None) -> str | None:
         if v is None:
             return v
         if v.upper() != v or v not in list_currencies():
@@ -90,13 +90,13 @@ class FieldPolicy(BaseModel):
 
     @field_validator("column")
     @classmethod
-    def _column(cls, v: Optional[str]) -> Optional[str]:
+    def _column(cls, v: str | None) -> str | None:
         if v is not None and not _SQL_NAME.match(v):
             raise ValueError(f"'{v}' is not a plain column name")
         return v
 
     @model_validator(mode="after")
-    def _by_type(self) -> "FieldPolicy":
+    def _by_type(self) -> FieldPolicy:
         if self.type is ClaimType.MONEY and not self.currency:
             raise ValueError("a money field needs a currency (e.g. currency: GBP)")
         if self.type is not ClaimType.MONEY and self.currency:
@@ -132,20 +132,20 @@ class EntityPolicy(BaseModel):
 
     table: str
     id: str = "id"
-    updated_at: Optional[str] = None
-    scope: Optional[str] = None
-    label: Optional[str] = None
+    updated_at: str | None = None
+    scope: str | None = None
+    label: str | None = None
     fields: dict[str, FieldPolicy]
 
     @field_validator("table", "id", "updated_at", "scope")
     @classmethod
-    def _sql_name(cls, v: Optional[str]) -> Optional[str]:
+    def _sql_name(cls, v: str | None) -> str | None:
         if v is not None and not _SQL_NAME.match(v):
             raise ValueError(f"'{v}' is not a plain table or column name")
         return v
 
     @model_validator(mode="after")
-    def _fields(self) -> "EntityPolicy":
+    def _fields(self) -> EntityPolicy:
         if not self.fields:
             raise ValueError("an entity needs at least one readable field")
         for name in self.fields:
@@ -186,7 +186,7 @@ class Policy(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _names(self) -> "Policy":
+    def _names(self) -> Policy:
         if not self.entities:
             raise ValueError("a policy needs at least one entity")
         for name in self.entities:
@@ -230,7 +230,9 @@ def load_policy(source: str | Path | dict[str, Any] | Policy) -> Policy:
     if isinstance(source, Policy):
         return source
     where = "policy"
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))):
+    if isinstance(source, Path) or (
+        isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))
+    ):
         path = Path(source)
         where = str(path)
         try:

@@ -23,27 +23,31 @@ def payload_schema(policy: Policy) -> dict[str, Any]:
                 desc += f" in {fp.currency} (major units, e.g. 12.50)"
             if fp.unit:
                 desc += f" in {fp.unit}"
-            variants.append({
-                "type": "object",
-                "description": f"{ename}.{fname}: {desc}",
-                "properties": {
-                    "key": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},
-                    "type": {"const": fp.type.value},
-                    "entity": {"const": ename},
-                    "entity_id": {"type": ["string", "integer"]},
-                    "field": {"const": fname},
-                    "value": _VALUE,
-                },
-                "required": ["key", "type", "entity", "entity_id", "field", "value"],
-                "additionalProperties": False,
-            })
+            variants.append(
+                {
+                    "type": "object",
+                    "description": f"{ename}.{fname}: {desc}",
+                    "properties": {
+                        "key": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},
+                        "type": {"const": fp.type.value},
+                        "entity": {"const": ename},
+                        "entity_id": {"type": ["string", "integer"]},
+                        "field": {"const": fname},
+                        "value": _VALUE,
+                    },
+                    "required": ["key", "type", "entity", "entity_id", "field", "value"],
+                    "additionalProperties": False,
+                }
+            )
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "guard payload",
         "type": "object",
         "properties": {
-            "answer_template": {"type": "string",
-                                "description": "The answer with a plain {key} placeholder wherever a fact goes."},
+            "answer_template": {
+                "type": "string",
+                "description": "The answer with a plain {key} placeholder wherever a fact goes.",
+            },
             "claims": {"type": "array", "items": {"anyOf": variants}},
         },
         "required": ["answer_template", "claims"],

@@ -11,19 +11,21 @@ into :class:`guard.errors.StoreUnavailable` with a cause a person can read.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import event, exc as sa_exc
+from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
-from guard.records.types import _all
 from guard.errors import PolicyError, Problem, StoreUnavailable
 from guard.payload import ClaimType
 from guard.records.policy import EntityPolicy, Policy
+from guard.records.types import _all
 
 UPDATED_AT = "__updated_at__"
 ID = "__id__"
@@ -31,12 +33,24 @@ _INT = re.compile(r"^[+-]?\d{1,18}$")
 _first = itemgetter(0)
 
 _CAUSES = [
-    ("timeout", re.compile(r"statement timeout|canceling statement|max_statement_time|query execution was interrupted"
-                           r"|interrupted|timed out|timeout", re.I)),
+    (
+        "timeout",
+        re.compile(
+            r"statement timeout|canceling statement|max_statement_time|query execution was interrupted"
+            r"|interrupted|timed out|timeout",
+            re.I,
+        ),
+    ),
     ("locked", re.compile(r"database is locked|database table is locked|lock wait", re.I)),
     ("schema", re.compile(r"no such column|no such table|unknown column|does not exist|doesn't exist|undefined", re.I)),
-    ("connection", re.compile(r"connect|connection|server closed|gone away|lost connection|terminat|broken pipe"
-                              r"|shutdown|reset by peer|unable to open", re.I)),
+    (
+        "connection",
+        re.compile(
+            r"connect|connection|server closed|gone away|lost connection|terminat|broken pipe"
+            r"|shutdown|reset by peer|unable to open",
+            re.I,
+        ),
+    ),
 ]
 _CAUSE_TEXT = {
     "timeout": "the query took longer than the statement timeout",
@@ -57,8 +71,6 @@ class _DriverError(Exception):
 
     def __init__(self, error: BaseException, disconnect: bool) -> None:
         self.error, self.disconnect = error, disconnect
-
-
 
 
 def classify_error(exc: BaseException) -> str:
@@ -110,8 +122,9 @@ class _Lookup:
             self.orders[key] = hit
         return hit
 
-    def statement(self, n: int, scoped: bool, fields: tuple[str, ...],
-                  dialect: Any) -> tuple[str, tuple[str, ...], str]:
+    def statement(
+        self, n: int, scoped: bool, fields: tuple[str, ...], dialect: Any
+    ) -> tuple[str, tuple[str, ...], str]:
         """SQL text, parameter names in order, and how the driver takes them: ``named``, or by position
         in the order the ids are ``given`` (then the principal), or ``reordered``.
 
@@ -157,6 +170,7 @@ def _timeouts(engine: Engine, statement_timeout: float) -> None:
     """Per-connection statement timeout for servers that support one."""
     name = engine.dialect.name
     if name == "mysql" or name == "mariadb":
+
         @event.listens_for(engine, "connect")
         def _set(dbapi_conn: Any, record: Any) -> None:
             cur = dbapi_conn.cursor()
@@ -170,8 +184,9 @@ def _timeouts(engine: Engine, statement_timeout: float) -> None:
                 cur.close()
 
 
-def make_engine(url: str, *, statement_timeout: float = 5.0, connect_timeout: float = 5.0,
-                pool_size: int = 10) -> Engine:
+def make_engine(
+    url: str, *, statement_timeout: float = 5.0, connect_timeout: float = 5.0, pool_size: int = 10
+) -> Engine:
     """An engine with guard's defaults: pre-ping (recovers after restarts), timeouts, a bounded pool."""
     try:
         u = sa.make_url(url)
@@ -185,12 +200,15 @@ def make_engine(url: str, *, statement_timeout: float = 5.0, connect_timeout: fl
     else:
         kw.update(pool_size=pool_size, max_overflow=pool_size, pool_timeout=connect_timeout, pool_recycle=1800)
         if backend == "postgresql":
-            options = " ".join(filter(None, [str(u.query.get("options", "")),
-                                             f"-c statement_timeout={int(statement_timeout * 1000)}"]))
+            options = " ".join(
+                filter(None, [str(u.query.get("options", "")), f"-c statement_timeout={int(statement_timeout * 1000)}"])
+            )
             connect_args = {"connect_timeout": max(1, int(connect_timeout)), "options": options}
         elif backend in ("mysql", "mariadb"):
-            connect_args = {"connect_timeout": max(1, int(connect_timeout)),
-                            "read_timeout": max(1, int(statement_timeout * 2 + 1))}
+            connect_args = {
+                "connect_timeout": max(1, int(connect_timeout)),
+                "read_timeout": max(1, int(statement_timeout * 2 + 1)),
+            }
     try:
         engine = sa.create_engine(u, connect_args=connect_args, **kw)
     except (sa_exc.SQLAlchemyError, ImportError, TypeError, ValueError) as exc:
@@ -206,11 +224,24 @@ class RecordStore:
     database lacks is a :class:`PolicyError` now, not at the first request.
     """
 
-    def __init__(self, db: str | Engine, policy: Policy, *, statement_timeout: float = 5.0,
-                 connect_timeout: float = 5.0, pool_size: int = 10, defer_if_unavailable: bool = True) -> None:
+    def __init__(
+        self,
+        db: str | Engine,
+        policy: Policy,
+        *,
+        statement_timeout: float = 5.0,
+        connect_timeout: float = 5.0,
+        pool_size: int = 10,
+        defer_if_unavailable: bool = True,
+    ) -> None:
         self.policy = policy
-        self.engine = db if isinstance(db, Engine) else make_engine(
-            db, statement_timeout=statement_timeout, connect_timeout=connect_timeout, pool_size=pool_size)
+        self.engine = (
+            db
+            if isinstance(db, Engine)
+            else make_engine(
+                db, statement_timeout=statement_timeout, connect_timeout=connect_timeout, pool_size=pool_size
+            )
+        )
         self.batch_size = 500
         self._built: dict[str, _Lookup] | None = None
         self._keyers: dict[str, Callable[[Any], str | None]] = {}
@@ -242,9 +273,13 @@ class RecordStore:
                 if missing:
                     raise PolicyError(
                         "the policy names tables the database does not have",
-                        problems=[Problem("policy", f"table '{t}' does not exist in {self.url}",
-                                          f"entities.{n}.table")
-                                  for n, e in self.policy.entities.items() for t in missing if e.table == t])
+                        problems=[
+                            Problem("policy", f"table '{t}' does not exist in {self.url}", f"entities.{n}.table")
+                            for n, e in self.policy.entities.items()
+                            for t in missing
+                            if e.table == t
+                        ],
+                    )
                 md.reflect(bind=conn, only=tables, views=True, resolve_fks=False)
         except sa_exc.SQLAlchemyError as exc:
             raise unavailable(exc, "db") from None
@@ -260,8 +295,9 @@ class RecordStore:
 
             def col(colname: str, where: str) -> sa.Column[Any] | None:
                 if colname not in cols:
-                    problems.append(Problem("policy", f"column '{colname}' does not exist in table '{ent.table}'",
-                                            where))
+                    problems.append(
+                        Problem("policy", f"column '{colname}' does not exist in table '{ent.table}'", where)
+                    )
                     return None
                 return cols[colname]
 
@@ -272,18 +308,29 @@ class RecordStore:
                 if c is None:
                     continue
                 if fp.type in (ClaimType.MONEY, ClaimType.INTEGER) and _python_type(c) is not int:
-                    problems.append(Problem(
-                        "policy", f"column '{c.name}' is {c.type}, but a {fp.type.value} field needs an integer "
-                                  "column" + (" of minor units" if fp.type is ClaimType.MONEY else ""),
-                        f"entities.{name}.fields.{fname}"))
+                    problems.append(
+                        Problem(
+                            "policy",
+                            f"column '{c.name}' is {c.type}, but a {fp.type.value} field needs an integer "
+                            "column" + (" of minor units" if fp.type is ClaimType.MONEY else ""),
+                            f"entities.{name}.fields.{fname}",
+                        )
+                    )
                 chosen[fname] = c.label(fname)
             upd = col(ent.updated_at, f"entities.{name}.updated_at") if ent.updated_at else None
             scope = col(ent.scope, f"entities.{name}.scope") if ent.scope else None
             if id_col is None or problems:
                 continue
-            lookups[name] = _Lookup(name, ent, _python_type(id_col),
-                                    _python_type(scope) if scope is not None else None, chosen, id_col, scope,
-                                    upd.label(UPDATED_AT) if upd is not None else None)
+            lookups[name] = _Lookup(
+                name,
+                ent,
+                _python_type(id_col),
+                _python_type(scope) if scope is not None else None,
+                chosen,
+                id_col,
+                scope,
+                upd.label(UPDATED_AT) if upd is not None else None,
+            )
         if problems:
             raise PolicyError("the policy does not match the database", problems=problems)
         return lookups
@@ -343,8 +390,9 @@ class RecordStore:
         order :meth:`read` selects them in."""
         return self._lookups[entity].order(among)
 
-    def read(self, entity: str, keys: Iterable[str], fields: Iterable[str] | None = None,
-             principal: Any = None) -> dict[str, Sequence[Any]]:
+    def read(
+        self, entity: str, keys: Iterable[str], fields: Iterable[str] | None = None, principal: Any = None
+    ) -> dict[str, Sequence[Any]]:
         """Rows of ``entity`` by id key (from :meth:`id_key`) as sequences ``(id, *fields, updated_at)``.
 
         ``fields`` (default: all readable ones) must be whitelisted fields of the
@@ -396,8 +444,10 @@ class RecordStore:
         except sa_exc.SQLAlchemyError as exc:
             raise unavailable(exc, f"entity '{entity}'") from None
         except _Garbage as exc:
-            err = StoreUnavailable(f"the system of record could not be reached: {_CAUSE_TEXT['garbage']} ({exc})",
-                                   location=f"entity '{entity}'")
+            err = StoreUnavailable(
+                f"the system of record could not be reached: {_CAUSE_TEXT['garbage']} ({exc})",
+                location=f"entity '{entity}'",
+            )
             err.cause = "garbage"  # type: ignore[attr-defined]
             raise err from None
         return out
@@ -463,7 +513,7 @@ class RecordStore:
     def close(self) -> None:
         self.engine.dispose()
 
-    def __enter__(self) -> "RecordStore":
+    def __enter__(self) -> RecordStore:
         return self
 
     def __exit__(self, *exc: Any) -> None:

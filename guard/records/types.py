@@ -11,12 +11,13 @@ numbers go through ``Decimal(str(x))``.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from operator import eq
-from typing import Any, Callable
+from typing import Any
 
 import regex
 from babel.numbers import NumberFormatError, get_currency_symbol, parse_decimal
@@ -159,7 +160,7 @@ def _as_utc(value: Any, policy: Policy, err: type[ValueError]) -> datetime:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=policy.db_tz if err is BadStored else policy.tz)
-        return value.astimezone(timezone.utc)
+        return value.astimezone(UTC)
     raise err(f"{type(value).__name__} is not a timestamp")
 
 
@@ -262,23 +263,26 @@ def _all(values: list[Any], kind: type) -> bool:
 _SAFE_INT = 10**18
 
 
-def _integer_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
-                   policy: Policy) -> tuple[list[Any], list[bool]] | None:
+def _integer_batch(
+    claimed: list[Any], stored: list[Any], field: FieldPolicy, policy: Policy
+) -> tuple[list[Any], list[bool]] | None:
     if _all(claimed, int) and _all(stored, int):
         return stored, list(map(eq, claimed, stored))
     return None
 
 
-def _money_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
-                 policy: Policy) -> tuple[list[Any], list[bool]] | None:
+def _money_batch(
+    claimed: list[Any], stored: list[Any], field: FieldPolicy, policy: Policy
+) -> tuple[list[Any], list[bool]] | None:
     if _all(claimed, int) and _all(stored, int) and max(map(abs, claimed)) < _SAFE_INT:
-        scale = 10 ** field.exponent
+        scale = 10**field.exponent
         return stored, list(map(eq, (v * scale for v in claimed), stored))
     return None
 
 
-def _identifier_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
-                      policy: Policy) -> tuple[list[Any], list[bool]] | None:
+def _identifier_batch(
+    claimed: list[Any], stored: list[Any], field: FieldPolicy, policy: Policy
+) -> tuple[list[Any], list[bool]] | None:
     """ASCII text is its own NFC form."""
     if _all(claimed, str) and _all(stored, str) and "".join(claimed).isascii() and "".join(stored).isascii():
         return stored, list(map(eq, claimed, stored))

@@ -13,7 +13,7 @@ no terminal priorities, no lookaround in regular expressions.
 from __future__ import annotations
 
 import json
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import regex
 

@@ -9,8 +9,8 @@ decoding accept the same texts.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import regex
 
@@ -64,13 +64,15 @@ def split_sentences(template: str) -> list[Sentence]:
     out: list[Sentence] = []
     pos = begin
     for m in _BOUNDARY.finditer(template, begin, stop):
-        out.append(Sentence(len(out), pos, m.start(), template[pos:m.start()]))
+        out.append(Sentence(len(out), pos, m.start(), template[pos : m.start()]))
         pos = m.end()
     out.append(Sentence(len(out), pos, stop, template[pos:stop]))
     return out
 
 
-def lex_sentence(template: str, sentence: Sentence, slots: Iterable[tuple[str, int, int]]) -> tuple[list[Tok], list[Gap]]:
+def lex_sentence(
+    template: str, sentence: Sentence, slots: Iterable[tuple[str, int, int]]
+) -> tuple[list[Tok], list[Gap]]:
     """Tokens of one sentence with template offsets, and every spacing fault between them.
 
     ``slots`` are ``(name, start, end)`` spans of plain slots (from
@@ -107,7 +109,7 @@ def _gaps(template: str, toks: Sequence[Tok]) -> list[Gap]:
     for prev, tok in zip(toks, toks[1:]):
         if "other" in (prev.kind, tok.kind):
             continue
-        gap = template[prev.end:tok.start]
+        gap = template[prev.end : tok.start]
         want = "" if tok.kind == "punct" else " "
         if gap == want:
             continue

@@ -16,8 +16,15 @@ from guard.linting import default_stages, lint, registry
 from guard.linting.registry import Mode, Stage, StageSetup
 from guard.pipeline import Guard, load_gate_config
 
-BANNED = Code("X901", "shout.exclamation", "shout", Severity.ERROR, "exclamation mark in a template",
-              explanation="An exclamation mark.", why="Guard's answers do not shout.")
+BANNED = Code(
+    "X901",
+    "shout.exclamation",
+    "shout",
+    Severity.ERROR,
+    "exclamation mark in a template",
+    explanation="An exclamation mark.",
+    why="Guard's answers do not shout.",
+)
 
 
 class ShoutOptions(BaseModel):
@@ -40,23 +47,53 @@ def _build(setup: StageSetup):
 
 @pytest.fixture
 def shout():
-    stage = registry.register(Stage("shout", _build, codes=(BANNED,), refusal="sentence {n} raises its voice",
-                                    default_mode=Mode.REPORT, options=ShoutOptions))
+    stage = registry.register(
+        Stage(
+            "shout",
+            _build,
+            codes=(BANNED,),
+            refusal="sentence {n} raises its voice",
+            default_mode=Mode.REPORT,
+            options=ShoutOptions,
+        )
+    )
     yield stage
     registry.unregister("shout")
     assert "X901" not in CATALOGUE and "shout" not in registry.names()
 
 
-SHOUTING = {"answer_template": "Your order {order_id} shipped on {ship_date}!", "claims": [
-    {"key": "order_id", "type": "identifier", "entity": "order", "entity_id": "ord_88431", "field": "id",
-     "value": "ord_88431"},
-    {"key": "ship_date", "type": "date", "entity": "order", "entity_id": "ord_88431", "field": "shipped_at",
-     "value": "2026-07-30"}]}
+SHOUTING = {
+    "answer_template": "Your order {order_id} shipped on {ship_date}!",
+    "claims": [
+        {
+            "key": "order_id",
+            "type": "identifier",
+            "entity": "order",
+            "entity_id": "ord_88431",
+            "field": "id",
+            "value": "ord_88431",
+        },
+        {
+            "key": "ship_date",
+            "type": "date",
+            "entity": "order",
+            "entity_id": "ord_88431",
+            "field": "shipped_at",
+            "value": "2026-07-30",
+        },
+    ],
+}
 
 
 def _config(mode: str, **options):
-    return {"domains": {"orders": {"stages": {"format": "enforce", "shape": "off", "freetext": "off",
-                                              "ratio": "off", "shout": mode}, **options}}}
+    return {
+        "domains": {
+            "orders": {
+                "stages": {"format": "enforce", "shape": "off", "freetext": "off", "ratio": "off", "shout": mode},
+                **options,
+            }
+        }
+    }
 
 
 def test_registered_stage_runs_in_lint(shout):
@@ -74,15 +111,17 @@ def test_registered_stage_enforced_by_the_gate_refuses_before_any_lookup(shout, 
     assert d.action is Action.REFUSE and not d.results
     assert "raises its voice" in d.message and "sentence 1" in d.message
     reported = Guard(policy, store, domain="orders", config=_config("report")).run(
-        SHOUTING, principal=demo.PRINCIPAL, now=demo.NOW)
+        SHOUTING, principal=demo.PRINCIPAL, now=demo.NOW
+    )
     assert reported.action is Action.ANSWER and [f.code for f in reported.findings] == ["X901"]
 
 
 def test_registered_stage_options_come_from_the_gate_config(shout, sqlite_demo):
     url, policy, store = sqlite_demo
     gate = Guard(policy, store, domain="orders", config=_config("enforce", shout={"mark": "shipped"}))
-    assert gate.run(SHOUTING, principal=demo.PRINCIPAL, now=demo.NOW).findings[0].start == \
-        SHOUTING["answer_template"].index("shipped")
+    assert gate.run(SHOUTING, principal=demo.PRINCIPAL, now=demo.NOW).findings[0].start == SHOUTING[
+        "answer_template"
+    ].index("shipped")
     with pytest.raises(ConfigError) as err:
         Guard(policy, store, domain="orders", config=_config("enforce", shout={"volume": 11}))
     assert "domains.orders.shout.volume" in str(err.value)
@@ -92,8 +131,14 @@ def test_registered_stage_runs_in_audit(shout, sqlite_demo, tmp_path):
     url, policy, store = sqlite_demo
     (tmp_path / "p.json").write_text(json.dumps(SHOUTING))
     (tmp_path / "t.txt").write_text("Your order {order_id} is on its way!")
-    settings = AuditSettings(policy=policy.model_dump(mode="json"), db=url, domain="orders",
-                             config=_config("enforce"), now=demo.NOW.isoformat(), default_principal=demo.PRINCIPAL)
+    settings = AuditSettings(
+        policy=policy.model_dump(mode="json"),
+        db=url,
+        domain="orders",
+        config=_config("enforce"),
+        now=demo.NOW.isoformat(),
+        default_principal=demo.PRINCIPAL,
+    )
     report = audit([tmp_path / "p.json", tmp_path / "t.txt"], settings)
     payload, template = report.records
     assert payload["action"] == "refuse" and payload["findings"] == ["X901"]
@@ -102,8 +147,9 @@ def test_registered_stage_runs_in_audit(shout, sqlite_demo, tmp_path):
 
 def test_unknown_stage_in_the_gate_config_is_an_error():
     with pytest.raises(ConfigError) as err:
-        load_gate_config({"domains": {"orders": {"stages": {"format": "enforce", "shoutt": "enforce"}}}}) \
-            .for_domain("orders")
+        load_gate_config({"domains": {"orders": {"stages": {"format": "enforce", "shoutt": "enforce"}}}}).for_domain(
+            "orders"
+        )
     assert "shoutt" in str(err.value) and "format, shape, freetext, ratio" in str(err.value)
 
 

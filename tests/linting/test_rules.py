@@ -18,8 +18,10 @@ def _codes(ex: Example, stages) -> list[str]:
     if ex.claims is None:
         result = lint(ex.template, domain=ex.domain, slot_types=dict(ex.slot_types), stages=stages)
     else:
-        claims = [{"key": k, "type": t, "entity": "order", "entity_id": "ord_1", "field": k, "value": "x"}
-                  for k, t in ex.claims.items()]
+        claims = [
+            {"key": k, "type": t, "entity": "order", "entity_id": "ord_1", "field": k, "value": "x"}
+            for k, t in ex.claims.items()
+        ]
         result = lint_payload({"answer_template": ex.template, "claims": claims}, domain=ex.domain, stages=stages)
     return [f.code for f in result.findings]
 
@@ -38,8 +40,7 @@ def test_failing_example_raises_the_code_and_passing_example_does_not(code, stag
 
 
 def _guard(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "guard.cli.main", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "guard.cli.main", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_guard_rules_lists_every_code_with_its_name():
@@ -53,8 +54,15 @@ def test_guard_rules_code_explains_it_from_the_catalogue():
     out = _guard("rules", "s201")
     assert out.returncode == 0, out.stderr
     entry = CATALOGUE["S201"]
-    for part in ("What it catches", "Why", "Fails", "Passes", entry.bad.template, entry.good.template,
-                 "sentence N is not one of the approved sentence shapes"):
+    for part in (
+        "What it catches",
+        "Why",
+        "Fails",
+        "Passes",
+        entry.bad.template,
+        entry.good.template,
+        "sentence N is not one of the approved sentence shapes",
+    ):
         assert part in out.stdout
     doc = json.loads(_guard("rules", "T303", "--format", "json").stdout)
     assert doc["name"] == "freetext.causal" and doc["examples"]["bad"]["template"] == CATALOGUE["T303"].bad.template

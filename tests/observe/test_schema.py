@@ -13,9 +13,8 @@ from guard import demo
 from guard.errors import EventLogError
 from guard.observe.events import EventLog, read_events
 from guard.observe.schema import EVENTS, SCHEMA_VERSION, json_schema, validate
-from guard.observe.simulate import Jump, ProseDrift, START, simulate_events
+from guard.observe.simulate import START, Jump, ProseDrift, simulate_events
 from guard.pipeline import Guard, verify
-
 
 _VALIDATOR = jsonschema.Draft202012Validator(json_schema())
 
@@ -63,13 +62,15 @@ def test_guard_and_verify_write_the_same_claim_and_decision_fields(sqlite_demo, 
     url, policy, store = sqlite_demo
     payload = demo.payloads()["answer"]
     with EventLog(tmp_path / "a.jsonl") as a, EventLog(tmp_path / "b.jsonl") as b:
-        Guard(policy, store, domain="orders", log=a).run(payload, principal=demo.PRINCIPAL, now=demo.NOW,
-                                                           request_id="r1")
-        verify(payload, policy, store, principal=demo.PRINCIPAL, now=demo.NOW, log=b, domain="orders",
-               request_id="r1")
+        Guard(policy, store, domain="orders", log=a).run(
+            payload, principal=demo.PRINCIPAL, now=demo.NOW, request_id="r1"
+        )
+        verify(payload, policy, store, principal=demo.PRINCIPAL, now=demo.NOW, log=b, domain="orders", request_id="r1")
     volatile = {"ts", "latency_ms"}
-    strip = [[{k: v for k, v in e.items() if k not in volatile} for e in read_events([tmp_path / n])]
-             for n in ("a.jsonl", "b.jsonl")]
+    strip = [
+        [{k: v for k, v in e.items() if k not in volatile} for e in read_events([tmp_path / n])]
+        for n in ("a.jsonl", "b.jsonl")
+    ]
     assert strip[0] == strip[1]
 
 
@@ -77,20 +78,49 @@ def test_guard_and_verify_write_the_same_claim_and_decision_fields(sqlite_demo, 
 @given(seed=st.integers(0, 2**16), hours=st.floats(0.05, 1), drift=st.booleans())
 def test_simulated_events_match_the_schema(seed, hours, drift):
     jumps = [Jump("order", "total", "contradicted", 0.3, START)]
-    events = list(simulate_events(seed=seed, hours=hours, requests_per_hour=60, jumps=jumps,
-                                  drift=ProseDrift(START) if drift else None))
+    events = list(
+        simulate_events(
+            seed=seed, hours=hours, requests_per_hour=60, jumps=jumps, drift=ProseDrift(START) if drift else None
+        )
+    )
     assert _check(events) <= {"claim", "decision"}
 
 
-@pytest.mark.parametrize("bad, where", [
-    ({"event": "claim"}, "schema_version"),
-    ({"event": "nope", "schema_version": SCHEMA_VERSION}, "event"),
-    ({"event": "decision", "schema_version": SCHEMA_VERSION, "request_id": "r", "domain": None, "action": "answer",
-      "n_claims": "3", "n_slots": 1, "prose_words": 2, "prose_per_slot": 2.0, "findings": [], "latency_ms": 1.0},
-     "n_claims"),
-    ({"event": "payload", "schema_version": SCHEMA_VERSION, "request_id": "r", "domain": None, "principal": None,
-      "payload": {}, "surprise": 1}, "payload"),
-])
+@pytest.mark.parametrize(
+    "bad, where",
+    [
+        ({"event": "claim"}, "schema_version"),
+        ({"event": "nope", "schema_version": SCHEMA_VERSION}, "event"),
+        (
+            {
+                "event": "decision",
+                "schema_version": SCHEMA_VERSION,
+                "request_id": "r",
+                "domain": None,
+                "action": "answer",
+                "n_claims": "3",
+                "n_slots": 1,
+                "prose_words": 2,
+                "prose_per_slot": 2.0,
+                "findings": [],
+                "latency_ms": 1.0,
+            },
+            "n_claims",
+        ),
+        (
+            {
+                "event": "payload",
+                "schema_version": SCHEMA_VERSION,
+                "request_id": "r",
+                "domain": None,
+                "principal": None,
+                "payload": {},
+                "surprise": 1,
+            },
+            "payload",
+        ),
+    ],
+)
 def test_invalid_events_are_rejected_with_where(bad, where):
     with pytest.raises(EventLogError) as err:
         validate(bad)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 
 import pytest
 import sqlalchemy as sa
@@ -12,8 +11,8 @@ from guard import demo
 from guard.decision import Action
 from guard.errors import ConfigError, PayloadError
 from guard.observe.events import EventLog, read_events
-from guard.pipeline import Guard, load_gate_config
 from guard.observe.metrics import Metrics
+from guard.pipeline import Guard, load_gate_config
 
 NO_MODEL = {"format": "enforce", "shape": "enforce", "freetext": "off", "ratio": "enforce"}
 
@@ -52,8 +51,7 @@ def test_clean_payload_is_answered_with_no_findings(gate):
 
 def test_enforced_shape_failure_refuses_before_any_lookup(gate):
     p = prose("This was quicker than usual.")
-    d, statements = count_statements(gate.store.engine,
-                                     lambda: gate.run(p, principal=demo.PRINCIPAL, now=demo.NOW))
+    d, statements = count_statements(gate.store.engine, lambda: gate.run(p, principal=demo.PRINCIPAL, now=demo.NOW))
     assert d.action is Action.REFUSE and statements == []
     assert d.results == ()
     assert "sentence 3 is not one of the approved sentence shapes" in d.message
@@ -73,8 +71,10 @@ def test_report_mode_keeps_findings_but_answers(sqlite_demo):
 def test_ratio_enforced(sqlite_demo):
     url, policy, store = sqlite_demo
     g = Guard(policy, store, domain="orders", config=cfg(shape="off"))
-    long = ("We really appreciate you shopping with us and hope that everything about your purchase and our "
-            "service has been exactly what you hoped it would be.")
+    long = (
+        "We really appreciate you shopping with us and hope that everything about your purchase and our "
+        "service has been exactly what you hoped it would be."
+    )
     d = g.run(prose(long), principal=demo.PRINCIPAL, now=demo.NOW)
     assert d.action is Action.REFUSE
     assert {f.code for f in d.findings} == {"R401", "R402"}

@@ -21,6 +21,7 @@ def _counting(setup):
     def check(ctx):
         CALLS.append(ctx.template)
         return []
+
     return check
 
 
@@ -33,16 +34,43 @@ def counted():
 
 
 def _config():
-    return {"domains": {"orders": {"stages": {"format": "enforce", "shape": "enforce", "freetext": "off",
-                                              "ratio": "report", "counted": "report"}}}}
+    return {
+        "domains": {
+            "orders": {
+                "stages": {
+                    "format": "enforce",
+                    "shape": "enforce",
+                    "freetext": "off",
+                    "ratio": "report",
+                    "counted": "report",
+                }
+            }
+        }
+    }
 
 
 def _payload(order_id: str, shipped: str) -> dict:
-    return {"answer_template": "Your order {order_id} shipped on {ship_date}.", "claims": [
-        {"key": "order_id", "type": "identifier", "entity": "order", "entity_id": order_id, "field": "id",
-         "value": order_id},
-        {"key": "ship_date", "type": "date", "entity": "order", "entity_id": order_id, "field": "shipped_at",
-         "value": shipped}]}
+    return {
+        "answer_template": "Your order {order_id} shipped on {ship_date}.",
+        "claims": [
+            {
+                "key": "order_id",
+                "type": "identifier",
+                "entity": "order",
+                "entity_id": order_id,
+                "field": "id",
+                "value": order_id,
+            },
+            {
+                "key": "ship_date",
+                "type": "date",
+                "entity": "order",
+                "entity_id": order_id,
+                "field": "shipped_at",
+                "value": shipped,
+            },
+        ],
+    }
 
 
 def test_repeated_template_is_linted_once_and_counted(counted, sqlite_demo):
