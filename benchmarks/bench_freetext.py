@@ -88,7 +88,8 @@ def main() -> None:
     texts = distinct_sentences(unique, args.sentences)
     n = len(texts)
     print(
-        f"{n} distinct sentences (from {len(unique)} corpus sentences); best of {args.repeat} passes; cores: {os.cpu_count()}; "
+        f"{n} distinct sentences (from {len(unique)} corpus sentences); best of {args.repeat} passes; cores: "
+        f"{os.cpu_count()}; "
         f"load average {os.getloadavg()[0]:.1f}"
     )
 

@@ -24,6 +24,8 @@ _CONFIRMED, _CONTRADICTED = Status.CONFIRMED, Status.CONTRADICTED
 
 
 class Action(str, Enum):
+    """What guard does with a payload."""
+
     ANSWER = "answer"
     REFUSE = "refuse"
     REGENERATE = "regenerate_from_facts"
@@ -46,6 +48,7 @@ class Decision:
     findings: tuple[Finding, ...] = ()
 
     def to_dict(self, include_values: bool = True) -> dict[str, Any]:
+        """The decision as JSON (``include_values=False`` leaves out claimed and stored values)."""
         d: dict[str, Any] = {"action": self.action.value, "request_id": self.request_id}
         if self.action is Action.ANSWER:
             d.update(text=self.text, citations=list(self.citations))
@@ -61,6 +64,7 @@ class Decision:
 
 
 def result_dict(r: ClaimResult, include_values: bool = True) -> dict[str, Any]:
+    """One claim result as JSON."""
     d: dict[str, Any] = {
         "key": r.key,
         "entity": r.entity,

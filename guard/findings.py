@@ -16,6 +16,8 @@ from typing import Any
 
 
 class Severity(str, Enum):
+    """How bad a finding is."""
+
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
@@ -110,6 +112,7 @@ class Catalogue(Mapping[str, Code]):
         self._all()[entry.code] = entry
 
     def remove(self, code: str) -> None:
+        """Forget a code (a stage registered from Python going away)."""
         self._all().pop(code, None)
 
 
@@ -137,6 +140,7 @@ class Finding:
 
     @property
     def name(self) -> str:
+        """The code's dotted name (``shape.no_match``)."""
         entry = CATALOGUE.get(self.code)
         return entry.name if entry else self.code
 
@@ -149,6 +153,7 @@ class Finding:
         return cls(code=code, message=message, **kw)
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON values."""
         d = asdict(self)
         d["severity"] = self.severity.value
         d["name"] = self.name

@@ -43,7 +43,10 @@ UNLISTED = "_unlisted"
 
 
 class EventSink(Protocol):
-    def emit(self, event: Mapping[str, Any]) -> None: ...
+    """Anything that takes events: an EventLog, or your own sink."""
+
+    def emit(self, event: Mapping[str, Any]) -> None:
+        """Take one event."""
 
 
 # -- configuration ---------------------------------------------------------------
@@ -75,10 +78,13 @@ class DomainConfig(BaseModel):
         return out
 
     def mode(self, stage: str) -> Mode:
+        """The stage's mode here (off when not listed)."""
         return self.stages.get(stage, Mode.OFF)
 
 
 class GateConfig(BaseModel):
+    """Stage settings: a default and one entry per domain."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     default: DomainConfig = Field(default_factory=DomainConfig)
@@ -150,6 +156,7 @@ class LintCache:
         self._lock = threading.Lock()
 
     def get(self, key: tuple[Any, ...]) -> LintResult | None:
+        """The remembered result, counted as a hit or a miss."""
         with self._lock:
             found = self._items.get(key)
             if found is None:
@@ -160,6 +167,7 @@ class LintCache:
             return found
 
     def put(self, key: tuple[Any, ...], result: LintResult) -> None:
+        """Remember a result, dropping the least recently used beyond ``size``."""
         if not self.size:
             return
         with self._lock:
@@ -492,6 +500,7 @@ class Guard:
         return {**e, "entity": entity, "field": UNLISTED}
 
     def close(self) -> None:
+        """Close the store's connections and the log."""
         self.store.close()
         if self.log is not None and hasattr(self.log, "close"):
             self.log.close()

@@ -43,10 +43,7 @@ class FileReport:
         text = self.source
         if self.file_text is not None:
             text = self.file_text
-            if self.file_offsets:
-                offset = self.file_offsets[min(offset, len(self.file_offsets) - 1)]
-            else:
-                offset = 0
+            offset = self.file_offsets[min(offset, len(self.file_offsets) - 1)] if self.file_offsets else 0
         return line_col(text, offset)
 
 

@@ -49,7 +49,8 @@ def train_cmd(
     console.print(report_table(card))
     cv = card["training"]["cv"]
     console.print(
-        f"cross-validation ({cv['folds']} folds) chose {cv['best']} (mean macro-F1 {cv['mean_macro_f1'][_key(cv['best'])]:.3f})"
+        f"cross-validation ({cv['folds']} folds) chose {cv['best']} (mean macro-F1 "
+        f"{cv['mean_macro_f1'][_key(cv['best'])]:.3f})"
     )
     console.print(f"thresholds (tuned on dev): {card['thresholds']}")
     console.print(f"wrote {out} ({card['model_file']['bytes'] / 1e6:.2f} MB) and {Path(out).with_suffix('.json')}")

@@ -7,7 +7,7 @@ suite runs one scenario against all three.
 from __future__ import annotations
 
 import random
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from importlib import resources
 from typing import Any

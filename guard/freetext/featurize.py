@@ -115,9 +115,8 @@ def clause_features(lexes: Sequence[Lex]) -> list[str]:
         and lexes[0].lower in _LEAD_REASON
         and not lexes[1].slot
         and lexes[1].abs not in ("#NUM", "#TIMEPOINT")
-    ):
-        if any(x.lower == "," for x in lexes[2:]):
-            out.append("s=lead_reason")
+    ) and any(x.lower == "," for x in lexes[2:]):
+        out.append("s=lead_reason")
     return out
 
 
@@ -220,10 +219,7 @@ class Linguistics:
             keys.add("guard_past")
             morph.append("m=past")
         digit = not like_num and any(ch.isdigit() for ch in text)
-        if like_num or digit:
-            abs_ = "#NUM"
-        else:
-            abs_ = next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
+        abs_ = "#NUM" if like_num or digit else next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
         uni = [f"w={lower}"]
         if lemma != lower:
             uni.append(f"l={lemma}")

@@ -35,6 +35,7 @@ from guard.freetext.featurize import (
     GROUPS,
     LEAD,
     LONG,
+    Linguistics,
     bi_features,
     clause_features,
     linguistics,
@@ -133,8 +134,8 @@ class FreeTextClassifier:
 
     # -- prediction -----------------------------------------------------------------
 
-    @property
-    def _linguistics(self):
+    def prepare(self) -> Linguistics:
+        """Build the spaCy pipeline and the window caches now (each prediction calls it; the first one pays)."""
         ling = self.__dict__.get("_ling")
         if ling is None:
             ling = linguistics(self.lexicon)
@@ -164,7 +165,7 @@ class FreeTextClassifier:
 
     def _columns(self, lexes: list) -> list[int]:
         """Columns of one sentence's known features (with repeats): the twin of Linguistics.features."""
-        self._linguistics
+        self.prepare()
         cols = [c for i in self._window_ids(lexes) for c in self._windows.cols[i]]
         return cols + self._tail(lexes, LONG | COND | LEAD)[1]
 
@@ -206,7 +207,7 @@ class FreeTextClassifier:
         batch of BULK texts or more with numpy at once; either way in the order
         of the features, so the sums, and the scores, do not depend on the path.
         """
-        ling = self._linguistics
+        ling = self.prepare()
         windows = self._windows
         if len(windows) > _Windows.LIMIT:
             windows.reset()
@@ -302,7 +303,7 @@ class FreeTextClassifier:
         cycle collector paused: a batch keeps every sentence's lexemes alive until its spans are drawn,
         which would otherwise trigger collections that walk the large caches again and again (it creates
         no cycles)."""
-        self._linguistics
+        self.prepare()
         enabled = gc.isenabled()
         gc.disable()
         try:
@@ -315,8 +316,8 @@ class FreeTextClassifier:
     def _predict(self, texts: list[str], spans: bool) -> list[Prediction]:
         batch = self._batch(texts)
         z = batch.z
-        codes = ((z >= self._logit_thresholds) @ (1 << np.arange(len(self.labels)))).astype(np.intp)
-        label_sets = self._label_sets
+        codes = ((z >= self._logit_thresholds()) @ (1 << np.arange(len(self.labels)))).astype(np.intp)
+        label_sets = self._label_sets()
         evidence = self._spans(texts, batch, codes) if spans else [{}] * len(texts)
         probs = (1.0 / (1.0 + np.exp(-z))).tolist()
         labels_all = self.labels
@@ -325,14 +326,12 @@ class FreeTextClassifier:
             for text, code, p, ev in zip(texts, codes.tolist(), probs, evidence)
         ]
 
-    @property
     def _label_index(self) -> dict[str, int]:
         index = self.__dict__.get("_index")
         if index is None:
             index = self.__dict__["_index"] = {lab: j for j, lab in enumerate(self.labels)}
         return index
 
-    @property
     def _label_sets(self) -> list[tuple[str, ...]]:
         """Label tuple of every bit pattern of decisions (bit j = label j)."""
         sets = self.__dict__.get("_sets")
@@ -343,7 +342,6 @@ class FreeTextClassifier:
             ]
         return sets
 
-    @property
     def _logit_thresholds(self) -> np.ndarray:
         """The thresholds as log-odds, so decisions compare z directly (same result as prob >= t);
         recomputed only when the thresholds change."""
@@ -357,7 +355,7 @@ class FreeTextClassifier:
     def evidence(self, text: str, labels: Iterable[str] | None = None) -> dict[str, list[Span]]:
         """Which words pushed each label up (default: every label), as character spans."""
         labels = tuple(self.labels if labels is None else labels)
-        index = self._label_index
+        index = self._label_index()
         code = sum(1 << j for j in {index[lab] for lab in labels})
         with self._guard():
             found = self._spans([text], self._batch([text]), np.array([code], dtype=np.intp))[0]
@@ -380,7 +378,7 @@ class FreeTextClassifier:
         self, texts: list[str], batch: _Batch, codes: np.ndarray, top: int = 3
     ) -> list[dict[str, list[Span]]]:
         """:meth:`_spans`, text by text in Python."""
-        units, index, label_sets = self._windows.units, self._label_index, self._label_sets
+        units, index, label_sets = self._windows.units, self._label_index(), self._label_sets()
         ids = batch.ids.tolist()
         bounds = batch.starts.tolist() + [len(ids)]
         out: list[dict[str, list[Span]]] = []
@@ -432,7 +430,7 @@ class FreeTextClassifier:
         come from the layout of the non-space characters; Python only turns the few chosen token
         ranges into spans."""
         n_labels = len(self.labels)
-        label_sets = self._label_sets
+        label_sets = self._label_sets()
         out: list[dict[str, list[Span]]] = [{lab: [] for lab in label_sets[c]} if c else {} for c in codes.tolist()]
         ids, starts, arr = batch.ids, batch.starts, self._windows.arrays()
         if not codes.any():
@@ -554,7 +552,7 @@ class FreeTextClassifier:
         ]
 
     def _located(self, text: str) -> list[tuple[str, np.ndarray, int, int]]:
-        ling = self._linguistics
+        ling = self.prepare()
         seen: set[tuple[str, int, int]] = set()
         out = []
         for f, s, e in ling.located_features(text, self._groups):
@@ -896,7 +894,8 @@ def check_card(card: dict[str, Any], path: str | Path, *, installed: dict[str, s
         problems.append(f"format_version is {card.get('format_version')!r}, this guard reads {FORMAT_VERSION}")
     if card.get("featurizer_version") != FEATURIZER_VERSION:
         problems.append(
-            f"featurizer_version is {card.get('featurizer_version')!r}, this guard computes version {FEATURIZER_VERSION} features (retrain with `guard train`)"
+            f"featurizer_version is {card.get('featurizer_version')!r}, this guard computes version "
+            f"{FEATURIZER_VERSION} features (retrain with `guard train`)"
         )
     if card.get("labels") != list(_labels()):
         problems.append(f"labels are {card.get('labels')!r}, this guard expects {list(_labels())}")
@@ -908,7 +907,8 @@ def check_card(card: dict[str, Any], path: str | Path, *, installed: dict[str, s
             problems.append(f"the card does not record the {lib} version")
         elif _release(want, parts) != _release(have, parts):
             problems.append(
-                f"trained with {lib} {want}, installed is {have} (the first {parts} version part(s) must match; retrain with `guard train`)"
+                f"trained with {lib} {want}, installed is {have} (the first {parts} version part(s) must match; "
+                f"retrain with `guard train`)"
             )
     mf = card.get("model_file") or {}
     if mf.get("sha256") and Path(path).is_file() and file_sha256(path) != mf["sha256"]:
@@ -946,7 +946,8 @@ def load(path: str | Path | None = None) -> FreeTextClassifier:
         raise ModelError(f"{path} holds a {type(clf).__name__}, not a FreeTextClassifier", location=str(path))
     if getattr(clf, "featurizer_version", None) != card.get("featurizer_version"):
         raise ModelError(
-            f"{path} was built with featurizer version {getattr(clf, 'featurizer_version', None)!r} but its card says {card.get('featurizer_version')!r}",
+            f"{path} was built with featurizer version {getattr(clf, 'featurizer_version', None)!r} but its "
+            f"card says {card.get('featurizer_version')!r}",
             location=str(path),
         )
     if list(clf.labels) != card["labels"]:

@@ -132,12 +132,11 @@ def cross_validate(
     splits = list(skf.split(np.zeros(len(texts)), _strata(Y, folds)))
     tasks = [(p, tr, te) for p in points for tr, te in splits]
     scores: dict[str, list[float]] = {json.dumps(p, sort_keys=True): [] for p in points}
-    done = 0
-    for params, score in Parallel(n_jobs=jobs, return_as="generator_unordered")(
+    runs = Parallel(n_jobs=jobs, return_as="generator_unordered")(
         delayed(_fold_score)(p, texts, Y, tr, te) for p, tr, te in tasks
-    ):
+    )
+    for done, (params, score) in enumerate(runs, 1):
         scores[json.dumps(params, sort_keys=True)].append(score)
-        done += 1
         if on_step:
             on_step(done, len(tasks))
     means = {k: round(float(np.mean(v)), 4) for k, v in scores.items()}
@@ -216,7 +215,8 @@ def train(
         },
         "lexicon_sha256": _lexicon_sha(featurizer.lexicon_),
         "training": {
-            "protocol": "CV on train selects hyper-parameters; thresholds tuned on dev; refit on train+dev; measured on test",
+            "protocol": "CV on train selects hyper-parameters; thresholds tuned on dev; refit on train+dev; "
+            "measured on test",
             "estimator": "SpacyFeaturizer + MultiLabelLogistic (liblinear, class_weight=balanced)",
             "params": best,
             "fit_on": fit_on,

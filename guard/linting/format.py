@@ -8,6 +8,7 @@ from guard.linting.runner import LintContext
 
 
 def check(ctx: LintContext) -> list[Finding]:
+    """F1xx: unsafe slots; with a payload, claims no slot uses."""
     from guard.payload import scan_template, unused_claims
 
     ctx.slots, found = scan_template(ctx.template)

@@ -20,6 +20,7 @@ def load_classifier(path: Any = None) -> Any:
 
 
 def freetext_findings(template: str, classifier: Any) -> list[Finding]:
+    """T3xx findings for each sentence the classifier labels, with the evidence it used."""
     from guard.shapes.text import split_sentences
 
     sentences = split_sentences(template)

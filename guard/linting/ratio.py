@@ -32,6 +32,8 @@ class RatioThresholds(BaseModel):
 
 @dataclass(frozen=True)
 class RatioReport:
+    """How much prose surrounds the slots, over the template and per sentence."""
+
     prose_words: int
     slots: int
     prose_per_slot: float
@@ -45,6 +47,7 @@ class RatioReport:
         return sum(1 for _, s in self.sentence_words if s) / n if n else 0.0
 
     def to_dict(self) -> dict[str, object]:
+        """As plain JSON values."""
         ratio = self.prose_per_slot if self.prose_per_slot != float("inf") else None
         return {
             "prose_words": self.prose_words,
@@ -76,6 +79,7 @@ def measure(template: str) -> RatioReport:
 
 
 def ratio_findings(template: str, thresholds: RatioThresholds | None = None) -> tuple[RatioReport, list[Finding]]:
+    """The measures and the R4xx findings over ``thresholds``."""
     from guard.shapes.text import split_sentences
 
     t = thresholds or RatioThresholds()
@@ -120,6 +124,7 @@ def ratio_stage(thresholds: RatioThresholds | None = None) -> Check:
 
 
 def build(setup: StageSetup) -> Check:
+    """The ratio check with the domain's thresholds."""
     return ratio_stage(setup.options.get("model"))
 
 

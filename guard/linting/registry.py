@@ -80,6 +80,7 @@ class Stage:
 
     @property
     def code_names(self) -> tuple[str, ...]:
+        """The codes the stage may emit."""
         return tuple(c if isinstance(c, str) else c.code for c in self.codes)
 
     def setup_options(self, raw: Mapping[str, Any] | BaseModel | None, where: str) -> Mapping[str, Any]:
@@ -153,6 +154,7 @@ def stage(name: str) -> Stage:
 
 
 def names() -> tuple[str, ...]:
+    """The registered stages' names, in run order."""
     _builtin()
     return tuple(_STAGES)
 

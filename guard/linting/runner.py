@@ -52,13 +52,16 @@ class LintResult:
 
     @property
     def ok(self) -> bool:
+        """No finding of error severity."""
         return not any(f.severity == Severity.ERROR for f in self.findings)
 
     @property
     def shapes(self) -> list[str | None]:
+        """The shape each sentence matched (None where none did)."""
         return [s.shape for s in self.sentences]
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON values."""
         return {
             "ok": self.ok,
             "domain": self.domain,

@@ -8,6 +8,7 @@ from guard.linting.runner import LintContext
 
 
 def check(ctx: LintContext) -> list[Finding]:
+    """S2xx: every sentence must parse as an approved shape of the domain."""
     from guard.shapes import load_grammar, validate_template
 
     grammar = load_grammar(ctx.domain, grammar_dir=ctx.grammar_dir)

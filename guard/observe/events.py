@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gzip
 import json
@@ -118,10 +119,8 @@ class EventLog:
     def _close_fds(self) -> None:
         for fd in (self._fd, self._lock_fd):
             if fd is not None:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
         self._fd = self._lock_fd = None
 
     def _reopen_log(self) -> None:
@@ -214,10 +213,8 @@ class EventLog:
         self.close()
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
-        try:
+        with contextlib.suppress(Exception):
             self._close_fds()
-        except Exception:
-            pass
 
 
 # -- reading -------------------------------------------------------------------

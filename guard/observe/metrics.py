@@ -123,7 +123,7 @@ class Metrics:
 
     def _exposed(self) -> CollectorRegistry:
         """The registry to expose: this one, or in multiprocess mode the files of every process."""
-        folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir")
+        folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir")  # noqa: SIM112 (prometheus_client reads both spellings)
         if not folder:
             return self.registry
         from prometheus_client.multiprocess import MultiProcessCollector

@@ -10,7 +10,7 @@ import json
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Union
+from typing import Any
 
 import regex
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
@@ -21,6 +21,8 @@ from guard.payload.slots import NAME, scan_template
 
 
 class ClaimType(str, Enum):
+    """The type of a claimed value: decides how it is parsed, compared and rendered."""
+
     IDENTIFIER = "identifier"
     STRING = "string"
     INTEGER = "integer"
@@ -32,10 +34,12 @@ class ClaimType(str, Enum):
     BOOLEAN = "boolean"
 
 
-Scalar = Union[StrictBool, StrictInt, StrictFloat, StrictStr, None]
+Scalar = StrictBool | StrictInt | StrictFloat | StrictStr | None
 
 
 class Claim(BaseModel):
+    """One fact the model states: which field of which record, and the value it says it holds."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: StrictStr = Field(min_length=1, max_length=64)
@@ -47,12 +51,15 @@ class Claim(BaseModel):
 
 
 class Payload(BaseModel):
+    """What a model writes instead of prose: a template with slots and the claims that fill them."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     answer_template: StrictStr
     claims: list[Claim]
 
     def claim(self, key: str) -> Claim:
+        """The claim with this key; KeyError when there is none."""
         for c in self.claims:
             if c.key == key:
                 return c

@@ -55,6 +55,7 @@ class ClaimResult(NamedTuple):
 
     @property
     def citation(self) -> str | None:
+        """``entity:row_id#field``, the record an answer cites; None when no row was found."""
         if self.row_id is None:
             return None
         return f"{self.entity}:{self.row_id}#{self.field}"

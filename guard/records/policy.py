@@ -116,6 +116,7 @@ class FieldPolicy(BaseModel):
 
     @property
     def exponent(self) -> int:
+        """Minor-unit digits of the currency (2 for GBP, 0 for JPY, 3 for BHD)."""
         return get_currency_precision(self.currency) if self.currency else 0
 
     def canonical_enum(self, value: str) -> str:
@@ -128,6 +129,8 @@ class FieldPolicy(BaseModel):
 
 
 class EntityPolicy(BaseModel):
+    """One readable entity: its table, id, update time, row scope and readable fields."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     table: str
@@ -154,6 +157,7 @@ class EntityPolicy(BaseModel):
         return self
 
     def column(self, field: str) -> str:
+        """The database column behind a field."""
         return self.fields[field].column or field
 
 
@@ -196,10 +200,12 @@ class Policy(BaseModel):
 
     @property
     def tz(self) -> ZoneInfo:
+        """The time zone that decides what calendar day a time is."""
         return ZoneInfo(self.timezone)
 
     @property
     def db_tz(self) -> ZoneInfo:
+        """The time zone of naive times stored in the database."""
         return ZoneInfo(self.db_timezone)
 
     def field(self, entity: str, field: str) -> FieldPolicy | None:

@@ -15,6 +15,7 @@ _VALUE = {"type": ["string", "number", "integer", "boolean", "null"]}
 
 
 def payload_schema(policy: Policy) -> dict[str, Any]:
+    """JSON Schema of a payload whose claims can only name the policy's entities and fields."""
     variants = []
     for ename, ent in sorted(policy.entities.items()):
         for fname, fp in sorted(ent.fields.items()):

@@ -74,6 +74,7 @@ class _DriverError(Exception):
 
 
 def classify_error(exc: BaseException) -> str:
+    """The cause of a driver error, as a key of the causes a refusal can name."""
     text = f"{type(exc).__name__} {exc}"
     orig = getattr(exc, "orig", None)
     if orig is not None:
@@ -260,6 +261,7 @@ class RecordStore:
 
     @property
     def url(self) -> str:
+        """The database URL without its password."""
         return self.engine.url.render_as_string(hide_password=True)
 
     def _reflect(self) -> sa.MetaData:
@@ -380,9 +382,13 @@ class RecordStore:
 
     def keys(self, entity: str, entity_ids: list[Any]) -> list[str | None]:
         """:meth:`id_key` of many ids; text ids of a text-keyed entity are their own keys."""
-        if len(entity_ids) >= 8 and self._lookups[entity].id_kind is str and _all(entity_ids, str):
-            if self.engine.dialect.name != "postgresql" or "\x00" not in "".join(entity_ids):
-                return list(entity_ids)
+        if (
+            len(entity_ids) >= 8
+            and self._lookups[entity].id_kind is str
+            and _all(entity_ids, str)
+            and (self.engine.dialect.name != "postgresql" or "\x00" not in "".join(entity_ids))
+        ):
+            return list(entity_ids)
         return list(map(self.keyer(entity), entity_ids))
 
     def fields(self, entity: str, among: Iterable[str] | None = None) -> tuple[str, ...]:
@@ -500,9 +506,11 @@ class RecordStore:
         return {k: dict(zip(names, row)) for k, row in self.read(entity, keys, None, principal).items()}
 
     def scoped(self, entity: str) -> bool:
+        """Whether the entity's rows are scoped to a principal."""
         return self._lookups[entity].scope_col is not None
 
     def ping(self) -> bool:
+        """Whether the database answers a trivial query now."""
         try:
             with self.engine.connect() as conn:
                 conn.execute(sa.text("SELECT 1"))
@@ -511,6 +519,7 @@ class RecordStore:
             return False
 
     def close(self) -> None:
+        """Release every pooled connection."""
         self.engine.dispose()
 
     def __enter__(self) -> RecordStore:

@@ -8,6 +8,7 @@ the fault on and off with an UPDATE.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -246,25 +247,19 @@ class Relay:
             pass
         finally:
             for s in (src, dst):
-                try:
+                with contextlib.suppress(OSError):
                     s.close()
-                except OSError:
-                    pass
 
     def stop(self) -> None:
         """Refuse new connections and drop every open one, as a server that went down."""
         if self._listener is not None:
-            try:
-                self._listener.shutdown(self._socket.SHUT_RDWR)  # wakes the blocked accept(); close alone does not
-            except OSError:
-                pass
+            with contextlib.suppress(OSError):  # shutdown wakes the blocked accept(); close alone does not
+                self._listener.shutdown(self._socket.SHUT_RDWR)
             self._listener.close()
             self._listener = None
         for s in list(self._open):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(self._socket.SHUT_RDWR)
-            except OSError:
-                pass
             s.close()
         self._open.clear()
 

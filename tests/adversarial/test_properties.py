@@ -9,6 +9,7 @@ or the facts handed back for regeneration.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -195,17 +196,15 @@ def test_deep_nesting_is_a_payload_error(text):
 @PROPS
 @given(blob=st.binary(max_size=300))
 def test_load_payload_takes_any_bytes(blob):
-    try:
+    with contextlib.suppress(PayloadError):
         load_payload(blob)
-    except PayloadError:
-        pass
 
 
 @pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"])
 def test_non_finite_numbers_are_rejected(text):
     raw = (
         '{"answer_template": "{a}", "claims": [{"key": "a", "type": "money", "entity": "order", '
-        '"entity_id": "ord_88431", "field": "total_minor", "value": %s}]}' % text
+        f'"entity_id": "ord_88431", "field": "total_minor", "value": {text}}}]}}'
     )
     with pytest.raises(PayloadError):
         load_payload(raw)

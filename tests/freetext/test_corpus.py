@@ -28,7 +28,8 @@ DOMAINS = {
 def test_corpus_meets_the_issue(corpus_examples):
     s = summary(corpus_examples)
     print(
-        f"\n{s['n']} sentences; splits {s['splits']}; labels {s['labels']}; clean {s['clean']}; multi-label {s['multi_label']}"
+        f"\n{s['n']} sentences; splits {s['splits']}; labels {s['labels']}; clean {s['clean']}; multi-label "
+        f"{s['multi_label']}"
     )
     print(f"slots {s['with_slots']:.1%}; hard {s['hard']:.1%}; registers {s['registers']}")
     for dom, counts in s["labels_by_domain"].items():

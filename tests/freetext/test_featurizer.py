@@ -148,7 +148,7 @@ def test_fast_matcher_equals_spacy_matcher(corpus_examples):
 
 
 def test_model_fast_columns_equal_featurizer_features(corpus_examples, shipped):
-    ling = shipped._linguistics
+    ling = shipped.prepare()
     vocab = shipped.vocabulary
     texts = [e.text for e in corpus_examples[1::5]] + TEXTS + ["", "a", "{x}"]
     for text, lexes in zip(texts, ling.lexes(texts)):

@@ -199,7 +199,7 @@ def test_evidence_and_explain_name_the_words(shipped):
     rows = shipped.explain(text)
     feats = {f for f, _, _ in rows}
     assert "p=EFFECT_VERB" in feats and "bias" in feats
-    for f, words, weights in rows:
+    for _f, words, weights in rows:
         assert set(weights) == set(LABELS)
         assert words == "" or words in text
 
@@ -231,7 +231,7 @@ def _reference_spans(clf, text, labels, top=3):
     """Spans as first written: spaCy's own tokens and offsets, units trimmed one by one."""
     from guard.freetext.model import MIN_EVIDENCE, Span
 
-    toks = clf._linguistics.tokens(text)
+    toks = clf.prepare().tokens(text)
     lexes = [x for x, _, _ in toks]
     window_ids = clf._window_ids(lexes)[1:]  # one per token and the sentence end, after the bias
     long_matches = clf._ling.matcher.find_long([x.m for x in lexes]) if "patterns" in clf.groups else []
@@ -323,7 +323,7 @@ _PIECES = [
 def test_offsets_from_the_chunk_layout_equal_spacy_offsets_and_spans_equal_the_reference(shipped, texts):
     from guard.freetext.model import _NonSpace
 
-    ling = shipped._linguistics
+    ling = shipped.prepare()
     chars = _NonSpace(texts)
     for k, (text, lexes) in enumerate(zip(texts, ling.fast_lexes(texts))):
         lens = [len(x.text) for x in lexes]

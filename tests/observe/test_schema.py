@@ -36,7 +36,7 @@ def test_guard_run_events_match_the_schema(sqlite_demo, tmp_path, log_payloads, 
     path = tmp_path / "g.jsonl"
     with EventLog(path, include_values=include_values) as log:
         gate = Guard(policy, store, domain="orders", log=log, log_payloads=log_payloads)
-        for name, payload in demo.payloads().items():
+        for _name, payload in demo.payloads().items():
             gate.run(payload, principal=demo.PRINCIPAL, now=demo.NOW)
         gate.run({"answer_template": "Your order was quicker than usual.", "claims": []})
     events = list(read_events([path]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +24,7 @@ def payloads(n: int, seed: int = 3) -> list[dict]:
     rng = random.Random(seed)
     base = demo.payloads()
     out = []
-    for i in range(n):
+    for _i in range(n):
         p = copy.deepcopy(base[rng.choice(["answer", "refuse", "regenerate"])])
         if rng.random() < 0.2:
             p["answer_template"] += " This is faster than usual."
@@ -110,7 +111,7 @@ def test_cli_audit_and_run(inputs, sqlite_demo, tmp_path, capsys):
     policy = str(tmp_path / "p.yaml")
     import yaml
 
-    open(policy, "w").write(yaml.safe_dump(sqlite_demo[1].model_dump(mode="json", exclude_none=True)))
+    Path(policy).write_text(yaml.safe_dump(sqlite_demo[1].model_dump(mode="json", exclude_none=True)))
     cfg = tmp_path / "gate.yaml"
     cfg.write_text(yaml.safe_dump(CFG))
     out = tmp_path / "records.jsonl"

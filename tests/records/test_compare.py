@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 
@@ -29,10 +30,8 @@ def test_money_claims_confirmed_against_minor_units(claimed):
 
 @pytest.mark.parametrize("claimed", [1299.01, "£1,299.01", "1199", "€1,299.00", "$1299"])
 def test_money_mismatches(claimed):
-    try:
+    with contextlib.suppress(BadClaim):
         assert not matches(claimed, 129900, GBP, pol())
-    except BadClaim:
-        pass
 
 
 def test_money_exponents():
