@@ -79,7 +79,7 @@ def result_dict(r: ClaimResult, include_values: bool = True) -> dict[str, Any]:
         d["updated_at"] = r.updated_iso or r.updated_at.isoformat()
     if include_values:
         d["claimed"] = r.claimed
-        d["actual"] = to_json(r.actual)
+        d["actual"] = to_json(r.actual, r.type)
     return d
 
 
@@ -139,7 +139,7 @@ def decide(
                 "entity_id": r.row_id,
                 "field": r.field,
                 "type": r.type,
-                "value": to_json(r.actual),
+                "value": to_json(r.actual, r.type),
                 "text": format_value(r.actual, fp, policy),
                 "citation": r.citation,
             }

@@ -34,9 +34,9 @@ from guard.linting.runner import LintContext, LintResult, run_stages
 from guard.observe.schema import ClaimEvent, DecisionEvent, PayloadEvent, claim_event, decision_event, payload_event
 from guard.payload import Limits, Payload, load_payload
 from guard.records.checker import check
-from guard.records.formatting import to_json
 from guard.records.policy import Policy, load_policy
 from guard.records.store import RecordStore
+from guard.records.types import to_json
 
 UNLISTED = "_unlisted"
 """The metric label for an entity or field a claim named that is not in the policy."""
@@ -258,7 +258,7 @@ def _events(
         )
         if include_values:
             e["claimed"] = r.claimed
-            e["actual"] = to_json(r.actual)
+            e["actual"] = to_json(r.actual, r.type)
         events.append(e)
     ratio = lint.measures.get("ratio") or measure(p.answer_template)
     per_slot = ratio.prose_per_slot

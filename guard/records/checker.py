@@ -22,7 +22,7 @@ from guard.payload import Claim, ClaimType, Payload
 from guard.records.policy import FieldPolicy, Policy
 from guard.records.status import Status
 from guard.records.store import RecordStore
-from guard.records.types import COMPARATORS, BadClaim, BadStored, Batch, _exact
+from guard.records.types import TYPES, BadClaim, BadStored, Batch, _exact
 
 
 class ClaimResult(NamedTuple):
@@ -99,7 +99,7 @@ def _plan(policy: Policy) -> dict[tuple[str, str], _Field]:
     plan = {}
     for ename, ent in policy.entities.items():
         for fname, fp in ent.fields.items():
-            comp = COMPARATORS[fp.type]
+            comp = TYPES[fp.type]
             plan[ename, fname] = _Field(
                 ename,
                 fname,

@@ -48,6 +48,10 @@ def parse_duration(text: str | int | float | timedelta) -> timedelta:
     return timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
 
 
+_OPTIONS = ("currency", "tolerance", "unit", "aliases")
+_EXAMPLES = {"currency": "currency: GBP"}
+
+
 class FieldPolicy(BaseModel):
     """One readable field: its type, how it is compared, and how a person calls it."""
 
@@ -97,14 +101,18 @@ class FieldPolicy(BaseModel):
 
     @model_validator(mode="after")
     def _by_type(self) -> FieldPolicy:
-        if self.type is ClaimType.MONEY and not self.currency:
-            raise ValueError("a money field needs a currency (e.g. currency: GBP)")
-        if self.type is not ClaimType.MONEY and self.currency:
-            raise ValueError("currency applies only to money fields")
-        if self.tolerance is not None and self.type not in (ClaimType.DECIMAL, ClaimType.TIMESTAMP):
-            raise ValueError("tolerance applies only to decimal and timestamp fields")
-        if self.aliases and self.type is not ClaimType.ENUM:
-            raise ValueError("aliases apply only to enum fields")
+        """The options the field's claim type takes (from its spec in :mod:`guard.records.types`)."""
+        from guard.records.types import TYPES
+
+        spec = TYPES[self.type]
+        for option in sorted(spec.required):
+            if not getattr(self, option):
+                raise ValueError(f"a {self.type.value} field needs a {option} (e.g. {_EXAMPLES[option]})")
+        for option in _OPTIONS:
+            if getattr(self, option) not in (None, {}) and option not in spec.options:
+                takes = " and ".join(s.type.value for s in TYPES.values() if option in s.options)
+                verb = "apply" if option.endswith("s") else "applies"
+                raise ValueError(f"{option} {verb} only to {takes} fields")
         seen: dict[str, str] = {}
         for canon, alts in self.aliases.items():
             for a in [canon, *alts]:

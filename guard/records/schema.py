@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from guard.records.policy import Policy
+from guard.records.policy import FieldPolicy, Policy
+from guard.records.types import TYPES
 
-_VALUE = {"type": ["string", "number", "integer", "boolean", "null"]}
+
+def _value(fp: FieldPolicy) -> dict[str, Any]:
+    """The type's hint, with an enum's canonical values and aliases spelt out."""
+    hint = dict(TYPES[fp.type].schema)
+    if fp.aliases:
+        hint["examples"] = sorted({v for canon, alts in fp.aliases.items() for v in (canon, *alts)})
+    return {"anyOf": [hint, {"type": "null"}]}
 
 
 def payload_schema(policy: Policy) -> dict[str, Any]:
@@ -34,7 +41,7 @@ def payload_schema(policy: Policy) -> dict[str, Any]:
                         "entity": {"const": ename},
                         "entity_id": {"type": ["string", "integer"]},
                         "field": {"const": fname},
-                        "value": _VALUE,
+                        "value": _value(fp),
                     },
                     "required": ["key", "type", "entity", "entity_id", "field", "value"],
                     "additionalProperties": False,

@@ -23,9 +23,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from guard.errors import PolicyError, Problem, StoreUnavailable
-from guard.payload import ClaimType
 from guard.records.policy import EntityPolicy, Policy
-from guard.records.types import _all
+from guard.records.types import TYPES, _all
 
 UPDATED_AT = "__updated_at__"
 ID = "__id__"
@@ -309,12 +308,12 @@ class RecordStore:
                 c = col(ent.column(fname), f"entities.{name}.fields.{fname}")
                 if c is None:
                     continue
-                if fp.type in (ClaimType.MONEY, ClaimType.INTEGER) and _python_type(c) is not int:
+                if TYPES[fp.type].integer_column and _python_type(c) is not int:
                     problems.append(
                         Problem(
                             "policy",
                             f"column '{c.name}' is {c.type}, but a {fp.type.value} field needs an integer "
-                            "column" + (" of minor units" if fp.type is ClaimType.MONEY else ""),
+                            "column" + (" of minor units" if fp.currency else ""),
                             f"entities.{name}.fields.{fname}",
                         )
                     )

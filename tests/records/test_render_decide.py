@@ -174,14 +174,14 @@ def test_substitute_names_the_first_slot_without_a_value():
 @given(st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-(10**6), max_value=10**6))
 def test_decimal_rendering_keeps_the_stored_digits_whatever_was_rendered_before(d):
     """``Decimal('4.2') == Decimal('4.20')``: a memo keyed by value alone would render one as the other."""
-    from guard.records.formatting import _format
-
     f = FieldPolicy(type="decimal", unit="kg")
     p = pol()
     longer = d.quantize(Decimal("0.0001"))
-    format_value(d, f, p)
-    assert format_value(longer, f, p) == _format(f.type, f.currency, f.unit, p.locale, p.timezone, longer)
-    assert format_value(d, f, p) == _format(f.type, f.currency, f.unit, p.locale, p.timezone, d)
+    fmt = formatter(f, p)
+    fmt(d)
+    assert fmt(longer) == format_value(longer, f, p)
+    assert fmt(d) == format_value(d, f, p)
+    assert fmt.many([longer, d]) == [format_value(longer, f, p), format_value(d, f, p)]
 
 
 @settings(max_examples=300, deadline=None)
