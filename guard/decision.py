@@ -10,17 +10,36 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from operator import itemgetter
+from operator import attrgetter
 from typing import Any
 
+from guard import _answer
 from guard.findings import Finding
 from guard.payload import Payload, substitute_in_order
 from guard.records.checker import ClaimResult, Status
 from guard.records.formatting import format_value, formatter, to_json
 from guard.records.policy import Policy
 
-_status = itemgetter(5)
+_status = attrgetter("status")
 _CONFIRMED, _CONTRADICTED = Status.CONFIRMED, Status.CONTRADICTED
+
+
+def _answer_parts(
+    results: Sequence[ClaimResult], policy: Policy
+) -> tuple[list[str], list[str], list[str | None], list[str | None]]:
+    """Keys, rendered texts, citations and update times of confirmed results, one result at a time: the
+    reference the one-field column path (:mod:`guard._answer`) must agree with."""
+    formats: dict[tuple[str, str], Formatter] = {}
+    keys, texts, cited, stamps = [], [], [], []
+    for r in results:
+        fmt = formats.get((r.entity, r.field))
+        if fmt is None:
+            fmt = formats[r.entity, r.field] = formatter(policy.entities[r.entity].fields[r.field], policy)
+        keys.append(r.key)
+        texts.append(fmt(r.actual))
+        cited.append(r.citation)
+        stamps.append(r.updated_iso if r.updated_iso is not None or r.updated_at is None else r.updated_at.isoformat())
+    return keys, texts, cited, stamps
 
 
 class Action(str, Enum):
@@ -154,24 +173,7 @@ def decide(
         if not results:
             sentences.append("This answer has no facts I could verify, so I have not given it.")
         return Decision(Action.REFUSE, message=" ".join(sentences), unverified=tuple(r.key for r in failed), **common)
-    columns = list(zip(*results))
-    keys, entities, names, actuals, row_ids, stamps = (columns[i] for i in (0, 1, 3, 8, 10, 14))
-    if None in stamps:
-        stamps = tuple(s if s is not None or u is None else u.isoformat() for s, u in zip(stamps, columns[11]))
-    n = len(results)
-    if entities.count(entities[0]) == n and names.count(names[0]) == n:
-        entity, name = entities[0], names[0]
-        texts = formatter(policy.entities[entity].fields[name], policy).many(actuals)
-        cited = [f"{entity}:{r}#{name}" for r in row_ids]
-    else:
-        formats: dict[tuple[str, str], Any] = {}
-        texts = []
-        for entity, name, actual in zip(entities, names, actuals):
-            fmt = formats.get((entity, name))
-            if fmt is None:
-                fmt = formats[entity, name] = formatter(policy.entities[entity].fields[name], policy)
-            texts.append(fmt(actual))
-        cited = [r.citation for r in results]
+    keys, texts, cited, stamps = _answer.columns(results, policy) or _answer_parts(results, policy)
     citations = tuple([{"key": k, "citation": c, "updated_at": s} for k, c, s in zip(keys, cited, stamps)])
     return Decision(
         Action.ANSWER, text=substitute_in_order(payload.answer_template, keys, texts), citations=citations, **common

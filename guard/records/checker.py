@@ -9,65 +9,20 @@ comparison.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
-from functools import partial
-from itertools import repeat
+from datetime import UTC, datetime, timedelta
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import Any, cast
 
 from guard.errors import StoreUnavailable
 from guard.payload import Claim, ClaimType, Payload
+from guard.records import _columns
 from guard.records.policy import FieldPolicy, Policy
+from guard.records.results import UTC_NAMES, ClaimResult, stamp
 from guard.records.status import Status
 from guard.records.store import RecordStore
 from guard.records.types import TYPES, BadClaim, BadStored, Batch, _exact
-
-
-class ClaimResult(NamedTuple):
-    """The outcome for one claim (an immutable record).
-
-    ``actual`` is the stored value normalised to the type (int minor units,
-    ``date``, aware ``datetime``, ``Decimal``, canonical enum, ...); it is what
-    renders. ``row_id`` is the id as the database holds it, so a citation or
-    refusal never repeats the model's spelling of it. A named tuple rather than
-    a frozen dataclass: a payload makes one per claim, and a frozen dataclass
-    costs ten times as much to build.
-    """
-
-    key: str
-    entity: str
-    entity_id: Any
-    field: str
-    type: str
-    status: Status
-    reason: str = ""
-    claimed: Any = None
-    actual: Any = None
-    raw: Any = None
-    row_id: str | None = None
-    updated_at: datetime | None = None
-    latency_ms: float = 0.0
-    cause: str = ""
-    updated_iso: str | None = None
-    """``updated_at`` as the ISO 8601 text a citation carries, made once per row."""
-
-    @property
-    def citation(self) -> str | None:
-        """``entity:row_id#field``, the record an answer cites; None when no row was found."""
-        if self.row_id is None:
-            return None
-        return f"{self.entity}:{self.row_id}#{self.field}"
-
-    @property
-    def resolved(self) -> bool:
-        """Whether the database gave a usable value for the claim (confirmed or contradicted)."""
-        return (
-            self.status in (Status.CONFIRMED, Status.CONTRADICTED)
-            and self.row_id is not None
-            and self.actual is not None
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,75 +75,6 @@ def _plan(policy: Policy) -> dict[tuple[str, str], _Field]:
     return plan
 
 
-_UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu", "Etc/Zulu"})
-
-
-def _aware(value: Any, tz: tzinfo, tz_is_utc: bool) -> datetime | None:
-    """A stored update time as an aware UTC datetime; naive values are in the database's timezone.
-
-    ``fromisoformat`` with the offset appended is a tenth of the cost of ``replace(tzinfo=...)``.
-    """
-    if isinstance(value, str):
-        if tz_is_utc:
-            try:
-                stamped = datetime.fromisoformat(value + "+00:00")
-                if stamped.tzinfo is not None:
-                    return stamped
-            except ValueError:
-                pass
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    if not isinstance(value, datetime):
-        return None
-    if value.tzinfo is None:
-        if tz_is_utc:
-            return value.replace(tzinfo=UTC)
-        value = value.replace(tzinfo=tz)
-    return value.astimezone(UTC)
-
-
-def _stamp(value: Any, tz: tzinfo, tz_is_utc: bool) -> tuple[datetime | None, str | None]:
-    """A stored update time as (aware UTC datetime, its ``isoformat()``): the reference for :func:`_stamps`."""
-    aware = _aware(value, tz, tz_is_utc)
-    return aware, None if aware is None else aware.isoformat()
-
-
-def _stamps(values: list[Any], tz: tzinfo, tz_is_utc: bool) -> tuple[list[datetime | None], list[str | None]]:
-    """:func:`_stamp` of many values, as two columns (datetimes, texts).
-
-    A UTC database's texts of one canonical shape (``YYYY-MM-DD HH:MM:SS``
-    with or without ``.ffffff``) are joined, checked column by column, and
-    rewritten in one pass: 50 rows cost what 10 single rewrites do.
-    """
-    n = len(values)
-    if tz_is_utc and n and type(values[0]) is str and len(values[0]) in (19, 26):
-        try:
-            text = "+00:00\n".join(values) + "+00:00"
-        except TypeError:
-            text = ""
-        width = len(values[0]) + 7
-        if (
-            len(text) == n * width - 1
-            and text.count("\n") == n - 1
-            and text.isascii()
-            and text[4::width].count("-") == n
-            and text[7::width].count("-") == n
-            and text[13::width].count(":") == n
-            and text[16::width].count(":") == n
-            and text[10::width].count(" ") + text[10::width].count("T") == n
-            and (width == 26 or text[19::width].count(".") == n)
-        ):
-            isos: list[str | None] = text.replace(" ", "T").replace(".000000+", "+").split("\n")  # type: ignore[assignment]
-            try:
-                return list(map(datetime.fromisoformat, isos)), isos  # type: ignore[arg-type]
-            except ValueError:
-                pass
-    pairs = [_stamp(v, tz, tz_is_utc) for v in values]
-    return [p[0] for p in pairs], [p[1] for p in pairs]
-
-
 def _result(c: Claim, status: Status, reason: str, **kw: Any) -> ClaimResult:
     return ClaimResult(
         key=c.key,
@@ -203,7 +89,6 @@ def _result(c: Claim, status: Status, reason: str, **kw: Any) -> ClaimResult:
     )
 
 
-_new = tuple.__new__
 _CONFIRMED, _CONTRADICTED, _NOT_FOUND, _STALE, _UNAVAILABLE = (
     Status.CONFIRMED,
     Status.CONTRADICTED,
@@ -237,7 +122,7 @@ def _judge(
             budget = f.freshness
             if budget is not None and updated is None:
                 status, reason = _STALE, "the record has no update time, so its freshness is unknown"
-            elif budget is not None and now - updated > budget:  # type: ignore[operator]
+            elif budget is not None and updated is not None and now - updated > budget:
                 status, reason = _STALE, f"the record was last updated {now - updated} ago; the budget is {budget}"
             else:
                 try:
@@ -246,110 +131,22 @@ def _judge(
                         status, reason = _CONTRADICTED, "the claimed value differs from the record"
                 except BadClaim as exc:
                     status, reason = _CONTRADICTED, f"the claimed value is not a {f.type_name}: {exc}"
-    return _new(
-        ClaimResult,
-        (
-            c.key,
-            c.entity,
-            c.entity_id,
-            c.field,
-            f.type_name,
-            status,
-            reason,
-            c.value,
-            actual,
-            raw,
-            row_id,
-            updated,
-            latency,
-            cause,
-            iso,
-        ),
-    )
-
-
-_COLUMNS = 8
-"""From this many claims of one field on, they are judged column by column; below it, one by one is cheaper."""
-_make = partial(tuple.__new__, ClaimResult)
-_last = itemgetter(-1)
-_FIELDS_OF = itemgetter("key", "entity", "entity_id", "field", "type", "value")
-"""A claim's fields from its ``__dict__``: one C call per claim instead of six attribute reads."""
-
-
-def _columns(claims: Sequence[Claim]) -> list[tuple[Any, ...]]:
-    """The claims' fields as six columns (key, entity, entity_id, field, type, value)."""
-    cols = list(zip(*map(_FIELDS_OF, [c.__dict__ for c in claims])))
-    return cols if cols else [()] * 6
-
-
-def _take(columns: Sequence[Sequence[Any]], idx: list[int]) -> list[tuple[Any, ...]]:
-    """The rows ``idx`` of every column."""
-    return [tuple(map(col.__getitem__, idx)) for col in columns]
-
-
-_DIFFERS = "the claimed value differs from the record"
-_VERDICT = {True: _CONFIRMED, False: _CONTRADICTED}
-_VERDICT_REASON = {True: "", False: _DIFFERS}
-
-
-class _Part(NamedTuple):
-    """The checkable claims of one field: claim positions, id keys, and the claims' fields as columns."""
-
-    field: _Field
-    idx: list[int]
-    keys: list[str]
-    columns: list[tuple[Any, ...]]
-
-
-def _judge_many(
-    part: _Part,
-    raws: list[Any],
-    upds: list[datetime | None],
-    isos: list[str | None],
-    policy: Policy,
-    now: datetime,
-    latency: float,
-) -> Iterator[ClaimResult] | None:
-    """:func:`_judge` for the claims of one field whose rows were all found, column by column.
-
-    Taken only when the comparator's batch shortcut reads every value and
-    every row is fresh; None otherwise (the caller judges claim by claim).
-    """
-    f = part.field
-    ckeys, _, eids, _, _, values = part.columns
-    got = f.batch(values, raws, f.policy, policy)  # type: ignore[misc]
-    if got is None:
-        return None
-    actuals, same = got
-    if f.freshness is not None:
-        cutoff = now - f.freshness
-        if None in upds or min(upds) < cutoff:  # type: ignore[type-var]
-            return None
-    n = len(ckeys)
-    if False in same:
-        statuses, reasons = map(_VERDICT.__getitem__, same), map(_VERDICT_REASON.__getitem__, same)
-    else:
-        statuses, reasons = repeat(_CONFIRMED, n), repeat("", n)
-    # A row is found under its id's text, so each key is the database's id.
-    return map(
-        _make,
-        zip(
-            ckeys,
-            repeat(f.entity, n),
-            eids,
-            repeat(f.name, n),
-            repeat(f.type_name, n),
-            statuses,
-            reasons,
-            values,
-            actuals,
-            raws,
-            part.keys,
-            upds,
-            repeat(latency, n),
-            repeat("", n),
-            isos,
-        ),
+    return ClaimResult(
+        key=c.key,
+        entity=c.entity,
+        entity_id=c.entity_id,
+        field=c.field,
+        type=f.type_name,
+        status=status,
+        reason=reason,
+        claimed=c.value,
+        actual=actual,
+        raw=raw,
+        row_id=row_id,
+        updated_at=updated,
+        latency_ms=latency,
+        cause=cause,
+        updated_iso=iso,
     )
 
 
@@ -385,8 +182,8 @@ def _check(
     claims = payload.claims
     results: list[ClaimResult | None] = [None] * len(claims)
     n = len(claims)
-    cols = _columns(claims)
-    ents, names = cols[1], cols[3]
+    cols = _columns.claim_columns(claims)
+    ents, names = cols[_columns.ENTITY], cols[_columns.FIELD]
     groups: dict[tuple[str, str], list[int]] = {}
     if n and ents.count(ents[0]) == n and names.count(names[0]) == n:
         groups[ents[0], names[0]] = list(range(n))
@@ -398,39 +195,40 @@ def _check(
             else:
                 idx.append(i)
     unscoped = principal is None
-    wanted: dict[str, list[_Part]] = {}
+    wanted: dict[str, list[_columns.Part]] = {}
     for (entity, name), idx in groups.items():
         f = plan.get((entity, name))
         if f is None or (unscoped and f.scoped):
             for i in idx:
                 results[i] = _unchecked(claims[i], f, policy)
             continue
-        columns = cols if len(idx) == n else _take(cols, idx)
-        if columns[4].count(f.type) != len(idx):
-            for i, t in zip(idx, columns[4]):
+        columns = cols if len(idx) == n else _columns.take(cols, idx)
+        types = columns[_columns.TYPE]
+        if types.count(f.type) != len(idx):
+            for i, t in zip(idx, types):
                 if t is not f.type:
                     results[i] = _unchecked(claims[i], f, policy)
-            idx = [i for i, t in zip(idx, columns[4]) if t is f.type]
+            idx = [i for i, t in zip(idx, types) if t is f.type]
             if not idx:
                 continue
-            columns = _take(cols, idx)
+            columns = _columns.take(cols, idx)
         try:
-            keys = store.keys(entity, columns[2])
+            found_keys = store.keys(entity, list(columns[_columns.ENTITY_ID]))
         except StoreUnavailable as exc:
             for i in idx:
                 results[i] = _result(claims[i], Status.UNAVAILABLE, exc.message, cause=getattr(exc, "cause", "error"))
             continue
-        if None in keys:
-            for i, key in zip(idx, keys):
+        if None in found_keys:
+            for i, key in zip(idx, found_keys):
                 if key is None:
                     results[i] = _result(claims[i], Status.NOT_FOUND, "no record has this id")
-            idx = [i for i, key in zip(idx, keys) if key is not None]
+            idx = [i for i, key in zip(idx, found_keys) if key is not None]
             if not idx:
                 continue
-            keys = [key for key in keys if key is not None]
-            columns = _take(cols, idx)
-        wanted.setdefault(entity, []).append(_Part(f, idx, keys, columns))  # type: ignore[arg-type]
-    db_tz, db_utc = policy.db_tz, policy.db_timezone in _UTC_NAMES
+            columns = _columns.take(cols, idx)
+        keys = [key for key in found_keys if key is not None]
+        wanted.setdefault(entity, []).append(_columns.Part(f, idx, keys, columns))
+    db_tz, db_utc = policy.db_tz, policy.db_timezone in UTC_NAMES
     no_stamp = (None, None)
     for entity, parts in wanted.items():
         t0 = time.perf_counter()
@@ -467,10 +265,13 @@ def _check(
                     )
                 continue
             found = list(map(rows.get, keys))
-            if batch and len(found) >= _COLUMNS and f.batch is not None and None not in found:
+            if batch and len(found) >= _columns.COLUMN_FROM and f.batch is not None and None not in found:
                 raws = list(map(itemgetter(j), found))
-                upds, isos = _stamps(list(map(_last, found)), db_tz, db_utc) if stamped else ([None] * len(found),) * 2
-                judged = _judge_many(part, raws, upds, isos, policy, now, latency)
+                if stamped:
+                    upds, isos = _columns.stamps(list(map(_last, found)), db_tz, db_utc)
+                else:
+                    upds, isos = [None] * len(found), [None] * len(found)
+                judged = _columns.judge_column(part, raws, upds, isos, policy, now, latency)
                 if judged is not None:
                     if len(idx) == len(results):
                         results[:] = judged
@@ -479,7 +280,10 @@ def _check(
                             results[i] = r
                     continue
             if stamped and not stamps:
-                stamps = dict(zip(rows, zip(*_stamps(list(map(_last, rows.values())), db_tz, db_utc))))
+                if batch:
+                    stamps = dict(zip(rows, zip(*_columns.stamps(list(map(_last, rows.values())), db_tz, db_utc))))
+                else:
+                    stamps = {key: stamp(row[-1], db_tz, db_utc) for key, row in rows.items()}
             for i, key, row in zip(idx, keys, found):
                 if row is None:
                     results[i] = _result(claims[i], Status.NOT_FOUND, "no record has this id", latency_ms=latency)
@@ -496,7 +300,9 @@ def _check(
                         now,
                         latency,
                     )
-    return results  # type: ignore[return-value]
+    return cast(list[ClaimResult], results)  # every position is filled above
 
+
+_last = itemgetter(-1)
 
 __all__ = ["Status", "ClaimResult", "check"]

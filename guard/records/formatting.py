@@ -39,6 +39,7 @@ class Formatter:
         self._memo: dict[Any, str] = {}
 
     def __call__(self, actual: Any) -> str:
+        """The text of one value."""
         key = (actual, str(actual)) if self._exact else actual
         try:
             text = self._memo.get(key)

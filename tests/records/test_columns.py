@@ -1,7 +1,7 @@
 """The column-by-column checker path gives exactly what the claim-by-claim path gives.
 
 ``check`` judges the claims of one field together once there are at least
-``_COLUMNS`` of them (ints and ASCII ids compared as whole lists, update times
+``_columns.COLUMN_FROM`` of them (ints and ASCII ids compared as whole lists, update times
 rewritten in one pass). These tests hold it to the one-by-one reference
 (``_check(..., batch=False)``) on every backend, on payloads that mix right,
 wrong, malformed, unknown, duplicated and out-of-scope claims.
@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 from guard import demo
 from guard.decision import decide
 from guard.payload import load_payload
-from guard.records import checker
-from guard.records.checker import _COLUMNS, _aware, _check, _stamp, _stamps
+from guard.records import _columns, checker
+from guard.records.checker import _check
 from guard.records.policy import load_policy
+from guard.records.results import RESULT_FIELDS, ClaimResult, aware, stamp
 from guard.records.store import RecordStore
 
 _, ORDERS = demo.rows(600, 200)
@@ -109,7 +110,7 @@ def same_both_ways(payload, policy, store, principal=None, now=demo.NOW):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(claim_spec, min_size=_COLUMNS, max_size=60), st.sampled_from([None, 0, 30]))
+@given(st.lists(claim_spec, min_size=_columns.COLUMN_FROM, max_size=60), st.sampled_from([None, 0, 30]))
 def test_columns_equal_claim_by_claim_on_every_backend(unscoped, specs, days):
     policy, store = unscoped
     payload = load_payload(payload_of(specs))
@@ -117,7 +118,10 @@ def test_columns_equal_claim_by_claim_on_every_backend(unscoped, specs, days):
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(claim_spec, min_size=_COLUMNS, max_size=40), st.sampled_from([demo.PRINCIPAL, None, "cus_1000"]))
+@given(
+    st.lists(claim_spec, min_size=_columns.COLUMN_FROM, max_size=40),
+    st.sampled_from([demo.PRINCIPAL, None, "cus_1000"]),
+)
 def test_columns_equal_claim_by_claim_with_row_scope(demo_db, specs, principal):
     _, policy, store = demo_db
     same_both_ways(load_payload(payload_of(specs)), policy, store, principal=principal)
@@ -127,14 +131,14 @@ def test_the_column_path_is_taken_and_confirms(unscoped, monkeypatch):
     """Without this, the equality tests above could pass with the column path never running."""
     policy, store = unscoped
     taken = []
-    real = checker._judge_many
+    real = _columns.judge_column
 
     def spy(*a, **kw):
         out = real(*a, **kw)
         taken.append(out is not None)
         return out
 
-    monkeypatch.setattr(checker, "_judge_many", spy)
+    monkeypatch.setattr(_columns, "judge_column", spy)
     specs = [(field, o["id"], "right", True) for o in ORDERS[:20] for field in ("id", "line_count", "total_minor")]
     results = same_both_ways(load_payload(payload_of(specs)), policy, store)
     assert taken == [True, True, False]  # ids and counts in columns; amounts written "12.34" go one by one
@@ -193,11 +197,22 @@ def test_update_times_in_one_pass_equal_one_at_a_time(items, tz_name, uniform):
     values = [text_forms(d, form) for d, form in items]
     tz = ZoneInfo(tz_name)
     utc = tz_name == "UTC"
-    dts, isos = _stamps(values, tz, utc)
-    assert list(zip(dts, isos)) == [_stamp(v, tz, utc) for v in values]
+    dts, isos = _columns.stamps(values, tz, utc)
+    assert list(zip(dts, isos)) == [stamp(v, tz, utc) for v in values]
     for v, dt, iso in zip(values, dts, isos):
-        reference = _aware(v, tz, utc)
+        reference = aware(v, tz, utc)
         assert dt == reference
         assert iso == (reference.isoformat() if reference is not None else None)
         if dt is not None:
             assert dt.utcoffset() == timedelta(0)
+
+
+def test_field_orders_the_fast_path_relies_on():
+    """The column path builds results positionally and reads claims by column: both orders are named once."""
+    assert ClaimResult._fields == RESULT_FIELDS
+    assert RESULT_FIELDS[:6] == ("key", "entity", "entity_id", "field", "type", "status")
+    assert _columns.CLAIM_FIELDS == ("key", "entity", "entity_id", "field", "type", "value")
+    claims = load_payload(payload_of([("line_count", o["id"], "right", True) for o in ORDERS[:3]])).claims
+    cols = _columns.claim_columns(claims)
+    for name, col in zip(_columns.CLAIM_FIELDS, cols):
+        assert list(col) == [getattr(c, name) for c in claims]

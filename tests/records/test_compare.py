@@ -179,7 +179,8 @@ def test_stored_update_times_read_as_the_reference_reading(dt, offset, db_tz, fo
     """The checker's fast reading of ``updated_at`` equals fromisoformat + replace(tzinfo) + astimezone(UTC)."""
     from zoneinfo import ZoneInfo
 
-    from guard.records.checker import _UTC_NAMES, _aware
+    from guard.records.results import UTC_NAMES as _UTC_NAMES
+    from guard.records.results import aware as _aware
 
     value = dt.replace(tzinfo=offset)
     if form == "object":
@@ -203,7 +204,7 @@ def test_stored_update_times_read_as_the_reference_reading(dt, offset, db_tz, fo
 def test_unreadable_update_times_are_none():
     from zoneinfo import ZoneInfo
 
-    from guard.records.checker import _aware
+    from guard.records.results import aware as _aware
 
     for raw in ("garbage", "2026-13-01", 5, None, b"2026-08-01"):
         assert _aware(raw, ZoneInfo("UTC"), True) is None
