@@ -19,6 +19,9 @@ from typing import Any
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
 
+#: Evidence units with a smaller weight (log-odds) are never shown as spans.
+MIN_EVIDENCE = 0.2
+
 #: Bumped whenever a change here alters the features of a text; models record it and
 #: refuse to load under a different one (their weights would silently mean something else).
 FEATURIZER_VERSION = 6

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from guard.errors import ModelError
+from guard.freetext._fast import _Windows, gather_bulk, spans_bulk
 from guard.freetext.featurize import (
     BOS,
     COND,
@@ -35,18 +36,14 @@ from guard.freetext.featurize import (
     GROUPS,
     LEAD,
     LONG,
+    MIN_EVIDENCE,
     Linguistics,
-    bi_features,
     clause_features,
     linguistics,
     mask_slots,
-    tri_feature,
-    uni_features,
 )
 
 FORMAT_VERSION = 1
-#: Evidence units with a smaller weight (log-odds) are never shown as spans.
-MIN_EVIDENCE = 0.2
 #: Libraries whose version must match the card: name -> how many version parts must agree.
 CHECKED_LIBRARIES = {"scikit-learn": 2, "spacy": 2, "spacy-lookups-data": 2, "numpy": 1}
 RECORDED_LIBRARIES = ("scikit-learn", "spacy", "spacy-lookups-data", "numpy", "scipy", "joblib")
@@ -230,7 +227,7 @@ class FreeTextClassifier:
         if len(texts) < self.BULK:
             cols, col_starts = self._gather_each(ids, starts, docs, long)
         else:
-            cols, col_starts = self._gather_bulk(ids_a, starts_a, docs, long)
+            cols, col_starts = gather_bulk(self, ids_a, starts_a, docs, long)
         z = np.add.reduceat(self.weights[cols], col_starts, axis=0, dtype=np.float64) + self.intercept
         return _Batch(z, ids_a, starts_a, docs, long)
 
@@ -251,33 +248,6 @@ class FreeTextClassifier:
                     long[i] = found
                 cols += tail
         return np.asarray(cols, dtype=np.intp), col_starts
-
-    def _gather_bulk(
-        self, ids: np.ndarray, starts: np.ndarray, docs: list, long: dict
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_gather_each` with numpy: the windows' columns are gathered at once, and the few tails
-        inserted after."""
-        arr = self._windows.arrays()
-        lens = arr.lens[ids]
-        ends = np.cumsum(lens)
-        firsts = ends - lens
-        cols = arr.colflat[np.arange(ends[-1]) + np.repeat(arr.ptr[ids] - firsts, lens)]
-        col_starts = firsts[starts]
-        flags = np.bitwise_or.reduceat(arr.flags[ids], starts) & self._trigger | arr.flags[ids[starts + 1]] & self._lead
-        at: list[int] = []
-        extra: list[int] = []
-        if flags.any():
-            col_ends = np.append(col_starts[1:], ends[-1]).tolist()
-            for i in np.flatnonzero(flags).tolist():
-                found, tail = self._tail(docs[i], int(flags[i]))
-                if found:
-                    long[i] = found
-                at += [col_ends[i]] * len(tail)
-                extra += tail
-        if extra:
-            cols = np.insert(cols, at, extra)
-            col_starts = col_starts + np.searchsorted(np.asarray(at), col_starts, side="right")
-        return cols, col_starts
 
     def decision_function(self, texts: Iterable[str]) -> np.ndarray:
         """Per-label log-odds, shape (n, n_labels)."""
@@ -372,7 +342,7 @@ class FreeTextClassifier:
         they touch."""
         if len(texts) < self.BULK:
             return self._spans_each(texts, batch, codes)
-        return self._spans_bulk(texts, batch, codes)
+        return spans_bulk(self, texts, batch, codes)
 
     def _spans_each(
         self, texts: list[str], batch: _Batch, codes: np.ndarray, top: int = 3
@@ -421,90 +391,6 @@ class FreeTextClassifier:
                         close = text.find("}", last)
                         end = close + 1 if close >= 0 else end
                     spans.append(Span(start, end, text[start:end]))
-        return out
-
-    def _spans_bulk(
-        self, texts: list[str], batch: _Batch, codes: np.ndarray, top: int = 3
-    ) -> list[dict[str, list[Span]]]:
-        """:meth:`_spans` for all texts and labels at once: units are ranked with numpy, and offsets
-        come from the layout of the non-space characters; Python only turns the few chosen token
-        ranges into spans."""
-        n_labels = len(self.labels)
-        label_sets = self._label_sets()
-        out: list[dict[str, list[Span]]] = [{lab: [] for lab in label_sets[c]} if c else {} for c in codes.tolist()]
-        ids, starts, arr = batch.ids, batch.starts, self._windows.arrays()
-        if not codes.any():
-            return out
-        seg = np.repeat(np.arange(len(texts)), np.diff(np.append(starts, len(ids))))
-        want = (codes[:, None] >> np.arange(n_labels)) & 1 == 1
-        weights = arr.evw[ids]
-        pos, lab = np.nonzero((weights >= MIN_EVIDENCE) & want[seg])
-        w = weights[pos, lab]
-        units = arr.ext[ids[pos], lab] + (pos - starts[seg[pos]] - 1)[:, None]
-        group = seg[pos] * n_labels + lab
-        if batch.long:
-            rows = self._long_units(batch, want)
-            if rows:
-                extra = np.array(rows)
-                group = np.append(group, extra[:, 0].astype(np.intp))
-                w = np.append(w, extra[:, 1])
-                units = np.concatenate([units, extra[:, 2:].astype(units.dtype)])
-        s, e, ts, te = units.T
-        order = np.lexsort((-te, -ts, -e, -s, -w, group))
-        g = group[order]
-        new = np.empty(len(g), dtype=bool)
-        new[:1] = True
-        np.not_equal(g[1:], g[:-1], out=new[1:])
-        first = np.flatnonzero(new)
-        size = np.diff(np.append(first, len(g)))
-        rank = np.arange(len(g)) - np.repeat(first, size)
-        floor = np.repeat(0.4 * w[order[first]], size)
-        keep = order[(rank < top) & (w[order] >= floor) & (te[order] > ts[order])]
-        g, ts, te = group[keep], ts[keep], te[keep]
-        order = np.lexsort((te, ts, g))
-        g, ts, te = g[order], ts[order], te[order]
-        # merged spans: a unit starts a new span unless it begins before the furthest end so far of its group
-        big = int(te.max(initial=0)) + 3
-        reach = np.maximum.accumulate(te + g * big)
-        starts_span = np.ones(len(g), dtype=bool)
-        starts_span[1:] = (g[1:] != g[:-1]) | (ts[1:] + g[1:] * big > reach[:-1])
-        heads = np.flatnonzero(starts_span)
-        g, ts = g[heads], ts[heads]
-        te = np.maximum.reduceat(te, heads) if len(heads) else te[heads]
-        text_of = g // n_labels
-        xlen = arr.xlen[ids]
-        before = np.cumsum(xlen) - xlen
-        base = starts[text_of]
-        first_tok, last_tok = base + 1 + ts, base + te
-        shown = np.flatnonzero(codes)
-        chars = _NonSpace([texts[i] for i in shown.tolist()])
-        k = np.searchsorted(shown, text_of)
-        tiled = np.add.reduceat(xlen, starts)[text_of] == chars.count[k]
-        rows = zip(
-            text_of.tolist(),
-            (g % n_labels).tolist(),
-            ts.tolist(),
-            te.tolist(),
-            chars.offsets(k, before[first_tok] - before[base], tiled).tolist(),
-            chars.offsets(k, before[last_tok] - before[base], tiled).tolist(),
-            xlen[last_tok].tolist(),
-            arr.slot[ids[last_tok]].tolist(),
-            tiled.tolist(),
-        )
-        labels = self.labels
-        searched: dict[int, list[int]] = {}
-        for i, j, s, e, start, last, n_last, slot, ok in rows:
-            text = texts[i]
-            if not ok:
-                offsets = searched.get(i) or searched.setdefault(
-                    i, self._offsets(text, batch.lexes[i], len(batch.lexes[i]))
-                )
-                start, last = offsets[s], offsets[e - 1]
-            end = last + n_last
-            if slot:
-                close = text.find("}", last)
-                end = close + 1 if close >= 0 else end
-            out[i][labels[j]].append(Span(start, end, text[start:end]))
         return out
 
     def _long_units(self, batch: _Batch, want: np.ndarray) -> list[tuple]:
@@ -564,21 +450,6 @@ class FreeTextClassifier:
         return out
 
 
-class _Arrays(NamedTuple):
-    """Per window id: where its columns sit in ``colflat``, its flags (LONG: a long pattern may start at
-    its first lexeme; COND, LEAD: those of its last), the length of its last lexeme, and per label its
-    strongest evidence unit (weight, or -inf, and token extents)."""
-
-    colflat: np.ndarray
-    ptr: np.ndarray
-    lens: np.ndarray
-    flags: np.ndarray
-    xlen: np.ndarray
-    slot: np.ndarray
-    evw: np.ndarray
-    ext: np.ndarray
-
-
 class _Batch(NamedTuple):
     """Scores of a batch and what its evidence needs: the window ids of all texts (each text starts
     at ``starts[i]`` with the bias pseudo-window), its lexemes and its long pattern matches."""
@@ -588,219 +459,6 @@ class _Batch(NamedTuple):
     starts: np.ndarray
     lexes: list
     long: dict
-
-
-class _Windows(dict):
-    """Every window of three lexemes (a, b, x) seen so far, mapped to a small id.
-
-    A window stands for the features ending on its last lexeme x (unigram, bigram,
-    trigram, short pattern matches): their columns and, per label, the strongest
-    of them as evidence. A warm window costs one dict hit (``map(windows.__getitem__,
-    ...)`` runs in C); ``__missing__`` builds a new one. The per-id data is mirrored
-    in numpy arrays so that a batch is scored and its evidence ranked in bulk.
-    """
-
-    #: Id of the pseudo-window holding only the bias column, which starts every sentence.
-    BIAS = 0
-    #: Above this many windows the cache starts afresh (checked between batches, so ids stay valid).
-    #: A window costs about 1 KB with its share of spaCy's strings (measured: 38 MB traced for the
-    #: 40,892 windows of 31,000 distinct sentences), so the cache stays under about 200 MB.
-    LIMIT = 200_000
-
-    def __init__(
-        self, vocabulary: dict[str, int], wlist: list[list[float]], groups: frozenset[str], matcher: Any
-    ) -> None:
-        super().__init__()
-        self.vocabulary, self.wlist, self.groups, self.matcher = vocabulary, wlist, groups, matcher
-        self.n_labels = len(wlist[0]) if wlist else 0
-        self.trigrams, self.patterns = "trigrams" in groups, "patterns" in groups
-        #: per column, the (label, weight) pairs that can be evidence
-        self.strong = [tuple((j, w) for j, w in enumerate(row) if w >= MIN_EVIDENCE) for row in wlist]
-        self.reset()
-
-    def reset(self) -> None:
-        self.clear()
-        self._ucache: dict = {}
-        self._bcache: dict = {}
-        self._pcache: dict = {}
-        none = (None,) * self.n_labels
-        self.cols: list[tuple[int, ...]] = [(self.vocabulary["bias"],)]
-        self.units: list[tuple] = [none]
-        self.flags: list[int] = [0]
-        self._pending: list[tuple] = [(0, False, None)]
-        self._synced = 0
-        self._n_cols = 0
-        self._arrays = _Arrays(
-            np.zeros(0, np.intp),
-            np.zeros(0, np.intp),
-            np.zeros(0, np.intp),
-            np.zeros(0, np.int64),
-            np.zeros(0, np.intp),
-            np.zeros(0, bool),
-            np.zeros((0, self.n_labels)),
-            np.zeros((0, self.n_labels, 4), np.intp),
-        )
-
-    def __missing__(self, key: tuple) -> int:
-        a, b, x = key
-        cols = self.unigram_columns(x) if x is not EOS else ()
-        n_uni = len(cols)
-        cols += self.bigram_columns(b, x)
-        n_bi = len(cols) - n_uni
-        if self.trigrams and b is not BOS and x is not EOS:
-            col = self.vocabulary.get(tri_feature(a, b, x))
-            if col is not None:
-                cols += (col,)
-        pattern: list[tuple[int, int]] = []
-        if self.patterns and x is not EOS:
-            for name, length in self.matcher.ending(a.m, b.m, x.m):
-                found = self.pattern_columns(name)
-                cols += found
-                pattern += [(1 - length, 1)] * len(found)
-        units = self._units(cols, n_uni, n_bi, pattern, a, b, x) if any(map(self.strong.__getitem__, cols)) else None
-        flags = x.flags & (COND | LEAD)
-        if self.patterns and a.m[3] and self.matcher.may_start_long(a.m, b.m, x.m):
-            flags |= LONG
-        i = self[key] = len(self.cols)
-        self.cols.append(cols)
-        self.units.append(units or self.units[0])
-        self.flags.append(flags)
-        self._pending.append((len(x.text) if x is not EOS else 0, x.slot, units))
-        return i
-
-    def unigram_columns(self, x: Any) -> tuple[int, ...]:
-        c = self._ucache.get(x)
-        if c is None:
-            vocab = self.vocabulary
-            c = self._ucache[x] = tuple(vocab[f] for f in uni_features(x, self.groups) if f in vocab)
-        return c
-
-    def bigram_columns(self, a: Any, b: Any) -> tuple[int, ...]:
-        c = self._bcache.get((a, b))
-        if c is None:
-            vocab = self.vocabulary
-            feats = bi_features(a, b) if "bigrams" in self.groups else ()
-            c = self._bcache[(a, b)] = tuple(vocab[f] for f in feats if f in vocab)
-        return c
-
-    def pattern_columns(self, name: str) -> tuple[int, ...]:
-        c = self._pcache.get(name)
-        if c is None:
-            f = f"p={name}"
-            c = self._pcache[name] = (self.vocabulary[f],) if f in self.vocabulary else ()
-        return c
-
-    def _units(self, cols: tuple[int, ...], n_uni: int, n_bi: int, pattern: list, a: Any, b: Any, x: Any) -> tuple:
-        """Per label, the strongest feature of a window if its weight reaches MIN_EVIDENCE:
-        (weight, from, to, trimmed from, trimmed to) in token positions relative to the window's last
-        token (a word, the word pair, the three words, or a short pattern match ending there; trimmed
-        of punctuation and of the sentence boundaries). ``cols`` holds n_uni unigram, n_bi bigram, the
-        trigram, then the pattern columns with the given extents."""
-        bigram = (-1, 0) if x is EOS else (-1 if b is not BOS else 0, 1)
-        n_tri = len(cols) - len(pattern)
-        best: list = [None] * self.n_labels
-        for k, c in enumerate(cols):
-            strong = self.strong[c]
-            if not strong:
-                continue
-            s, e = (0, 1) if k < n_uni else bigram if k < n_uni + n_bi else (-2, 1) if k < n_tri else pattern[k - n_tri]
-            for j, wj in strong:
-                if best[j] is None or wj > best[j][0]:
-                    best[j] = (wj, s, e)
-        toks = {-2: a, -1: b, 0: x}
-        first = -1 if a is BOS else -2
-        if b is BOS:
-            first = 0
-        last = 0 if x is EOS else 1
-        for j, u in enumerate(best):
-            if u is not None:
-                _, s, e = u
-                s, e = max(s, first), min(e, last)
-                while s < e and toks[s].punct:
-                    s += 1
-                while e > s and toks[e - 1].punct:
-                    e -= 1
-                best[j] = (*u, s, e)
-        return tuple(best)
-
-    def arrays(self) -> _Arrays:
-        """The numpy mirror of every window so far (windows added since the last call are copied in)."""
-        n, done = len(self.cols), self._synced
-        if done < n:
-            old = self._arrays
-            new_cols = self.cols[done:]
-            lens = [len(c) for c in new_cols]
-            ptr = np.cumsum([self._n_cols] + lens[:-1])
-            flat = [c for cols in new_cols for c in cols]
-            rows, self._pending = self._pending, []
-            evw, ext = _grown(old.evw, done, (), n), _grown(old.ext, done, (), n)
-            evw[done:n], ext[done:n] = -np.inf, 0
-            found = [
-                (i, j, u)
-                for i, r in enumerate(rows, done)
-                if r[2] is not None
-                for j, u in enumerate(r[2])
-                if u is not None
-            ]
-            if found:
-                at, label, units = zip(*found)
-                values = np.array(units)
-                evw[at, label] = values[:, 0]
-                ext[at, label] = values[:, 1:]
-            self._arrays = _Arrays(
-                _grown(old.colflat, self._n_cols, flat),
-                _grown(old.ptr, done, ptr),
-                _grown(old.lens, done, lens),
-                _grown(old.flags, done, self.flags[done:n]),
-                _grown(old.xlen, done, [r[0] for r in rows]),
-                _grown(old.slot, done, [r[1] for r in rows]),
-                evw,
-                ext,
-            )
-            self._synced, self._n_cols = n, self._n_cols + len(flat)
-        return self._arrays
-
-
-def _grown(arr: np.ndarray, used: int, rows: Sequence, need: int | None = None) -> np.ndarray:
-    """``arr`` with ``rows`` written after its first ``used`` rows, reallocated (doubling) when it
-    cannot hold ``need`` rows (default: those)."""
-    need = used + len(rows) if need is None else need
-    if need > len(arr):
-        bigger = np.empty((max(need, 2 * len(arr)),) + arr.shape[1:], dtype=arr.dtype)
-        bigger[:used] = arr[:used]
-        arr = bigger
-    if len(rows):
-        arr[used:need] = rows
-    return arr
-
-
-class _NonSpace:
-    """Where the non-space characters of some slot-masked texts are, found for all texts at once.
-
-    Tokens that hold as many characters as the text has non-space characters tile
-    them in order (no token holds whitespace), so a token starting at the c-th
-    non-space character starts at its offset: no search per token.
-    """
-
-    #: Code point -> is it whitespace (as ``str.split`` and ``str.strip`` see it); none lies beyond U+3000.
-    _SPACE: np.ndarray | None = None
-
-    def __init__(self, texts: list[str]) -> None:
-        if _NonSpace._SPACE is None:
-            _NonSpace._SPACE = np.array([chr(c).isspace() for c in range(0x3001)] + [False])
-        table = _NonSpace._SPACE
-        joined = mask_slots("\n".join(texts))  # no slot spans a newline, so texts are masked as one by one
-        points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-        self.positions = np.flatnonzero(~table[np.minimum(points, len(table) - 1)])
-        lengths = np.fromiter(map(len, texts), dtype=np.intp, count=len(texts))
-        self.begin = np.cumsum(lengths + 1) - lengths - 1
-        self.first = np.searchsorted(self.positions, self.begin)
-        self.count = np.searchsorted(self.positions, self.begin + lengths) - self.first
-
-    def offsets(self, k: np.ndarray, c: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """Offset in text ``k`` of its ``c``-th non-space character (0 where not ``valid``)."""
-        at = np.where(valid, self.first[k] + c, 0)
-        return np.where(valid, self.positions[at] - self.begin[k], 0) if len(self.positions) else np.zeros_like(c)
 
 
 def _check_texts(texts: Iterable[str]) -> list[str]:

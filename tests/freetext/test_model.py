@@ -321,7 +321,7 @@ _PIECES = [
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join), min_size=1, max_size=4))
 def test_offsets_from_the_chunk_layout_equal_spacy_offsets_and_spans_equal_the_reference(shipped, texts):
-    from guard.freetext.model import _NonSpace
+    from guard.freetext._fast import _NonSpace
 
     ling = shipped.prepare()
     chars = _NonSpace(texts)
@@ -338,13 +338,15 @@ def test_offsets_from_the_chunk_layout_equal_spacy_offsets_and_spans_equal_the_r
 
 def _assert_both_paths_agree(clf, texts):
     """Columns and spans (of every label) drawn text by text equal those drawn in bulk."""
+    from guard.freetext._fast import gather_bulk, spans_bulk
+
     with clf._guard():
         batch = clf._batch(texts)
         each = clf._gather_each(batch.ids.tolist(), batch.starts.tolist(), batch.lexes, {})
-        bulk = clf._gather_bulk(batch.ids, batch.starts, batch.lexes, {})
+        bulk = gather_bulk(clf, batch.ids, batch.starts, batch.lexes, {})
         assert each[0].tolist() == bulk[0].tolist() and list(each[1]) == bulk[1].tolist()
         codes = np.full(len(texts), (1 << len(clf.labels)) - 1, dtype=np.intp)
-        assert clf._spans_each(texts, batch, codes) == clf._spans_bulk(texts, batch, codes)
+        assert clf._spans_each(texts, batch, codes) == spans_bulk(clf, texts, batch, codes)
 
 
 def test_text_by_text_and_bulk_paths_agree_on_the_corpus(shipped, corpus_examples):
@@ -354,7 +356,7 @@ def test_text_by_text_and_bulk_paths_agree_on_the_corpus(shipped, corpus_example
 
 
 def test_no_whitespace_lies_beyond_the_table_of_spaces():
-    from guard.freetext.model import _NonSpace
+    from guard.freetext._fast import _NonSpace
 
     _NonSpace(["a"])
     assert len(_NonSpace._SPACE) == 0x3002 and not any(chr(c).isspace() for c in range(0x3001, 0x110000))
@@ -363,7 +365,7 @@ def test_no_whitespace_lies_beyond_the_table_of_spaces():
 def test_window_cache_reset_changes_no_prediction(monkeypatch):
     """A long-running process starts its window cache afresh past a bound; predictions must not notice."""
     from guard.freetext import load
-    from guard.freetext.model import _Windows
+    from guard.freetext._fast import _Windows
 
     texts = [
         "It arrived faster than usual.",
@@ -379,3 +381,56 @@ def test_window_cache_reset_changes_no_prediction(monkeypatch):
         out += clf.predict([t])
         assert len(clf._windows) <= 5 + 40
     assert [(r.labels, r.scores, r.spans) for r in out] == [(r.labels, r.scores, r.spans) for r in reference]
+
+
+def _reference_scores(clf, text):
+    """Log-odds as the model is defined: the featurizer's features of the text, looked up one by one."""
+    from collections import Counter
+
+    ling = clf.prepare()
+    lexes = next(iter(ling.lexes([text])))
+    counts = Counter(clf.vocabulary[f] for f in ling.features(lexes, frozenset(clf.groups)) if f in clf.vocabulary)
+    z = clf.intercept.astype(np.float64).copy()
+    for col, n in counts.items():
+        z += n * clf.weights[col].astype(np.float64)
+    return z
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join), min_size=1, max_size=20))
+def test_window_cache_columns_and_both_score_paths_equal_the_featurizer_reference(shipped, texts):
+    """The window cache (_fast._Windows) yields the featurizer's columns, and scores drawn text by text
+    (under BULK texts) or in bulk equal the plain sum of those columns' weights."""
+    from collections import Counter
+
+    ling = shipped.prepare()
+    with shipped._guard():
+        for text, lexes in zip(texts, ling.fast_lexes(texts)):
+            slow = Counter(
+                shipped.vocabulary[f]
+                for f in ling.features(lexes, frozenset(shipped.groups))
+                if f in shipped.vocabulary
+            )
+            assert Counter(shipped._columns(lexes)) == slow, text
+    reference = np.array([_reference_scores(shipped, t) for t in texts])
+    each = np.vstack([shipped.decision_function(texts[i : i + 3]) for i in range(0, len(texts), 3)])
+    bulk = shipped.decision_function(texts * (shipped.BULK // len(texts) + 1))[: len(texts)]
+    np.testing.assert_allclose(each, reference, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(bulk, reference, rtol=0, atol=1e-9)
+
+
+def test_lazy_state_is_built_by_prepare_not_by_reading_attributes():
+    """Loading builds nothing; a public entry point (through prepare()) builds the caches once,
+    later calls reuse them."""
+    from guard.freetext import load
+
+    clf = load()
+    assert "_ling" not in vars(clf) and "_windows" not in vars(clf)
+    clf.predict_proba([])
+    assert "_ling" in vars(clf)
+    clf = load()
+    ling = clf.prepare()
+    windows = clf._windows
+    assert clf.prepare() is ling and clf._windows is windows
+    assert clf._label_sets()[0] == () and clf._label_sets()[-1] == clf.labels
+    assert clf._label_index() == {lab: j for j, lab in enumerate(clf.labels)}
