@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from guard.findings import CATALOGUE, Location
+from guard.findings import CATALOGUE, Finding, Location
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,11 @@ class Problem:
     def __post_init__(self) -> None:
         if not isinstance(self.location, Location):
             object.__setattr__(self, "location", Location(str(self.location or "")))
+
+    @classmethod
+    def from_finding(cls, finding: Finding) -> Problem:
+        """A lint finding as the reason an input was refused, keeping its code, message and location."""
+        return cls(finding.code, finding.message, finding.location)
 
     @property
     def name(self) -> str:

@@ -15,7 +15,7 @@ from pathlib import PurePath
 from typing import Any
 
 from guard import __version__
-from guard.findings import CATALOGUE, Finding, Severity
+from guard.findings import CATALOGUE, Finding, Severity, line_col
 
 FORMATS = ("text", "json", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -45,11 +45,6 @@ class FileReport:
             text = self.file_text
             offset = self.file_offsets[min(offset, len(self.file_offsets) - 1)] if self.file_offsets else 0
         return line_col(text, offset)
-
-
-def line_col(text: str, offset: int) -> tuple[int, int]:
-    offset = max(0, min(offset, len(text)))
-    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def json_string_offsets(file_text: str, key: str) -> list[int] | None:
