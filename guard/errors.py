@@ -39,7 +39,7 @@ from typing import Any
 from guard.findings import CATALOGUE, Finding, Location
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Problem:
     """One thing wrong with an input: what, where, and a sentence for a person.
 
@@ -49,11 +49,12 @@ class Problem:
 
     code: str
     message: str
-    location: Location = Location()
+    location: Location
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.location, Location):
-            object.__setattr__(self, "location", Location(str(self.location or "")))
+    def __init__(self, code: str, message: str, location: Location | str = "") -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "location", location if isinstance(location, Location) else Location(location))
 
     @classmethod
     def from_finding(cls, finding: Finding) -> Problem:
