@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from guard.errors import PayloadError
+from guard.errors import FileError
 from guard.timeutil import parse_time
 
 
@@ -19,7 +19,7 @@ def read_text(path: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise PayloadError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", location=path) from None
+        raise FileError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", location=path) from None
 
 
 def parse_now(text: str | None) -> datetime | None:
