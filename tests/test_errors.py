@@ -72,6 +72,7 @@ def _policy_with(**field: object) -> dict:
         (lambda: __import__("guard.cli._common").cli._common.parse_now("soon"), OptionError, "--now"),
         (lambda: __import__("guard.observe.monitor").observe.monitor.MonitorConfig(alpha=2), OptionError, ""),
         (lambda: __import__("guard.records.store").records.store.make_engine("nope"), StoreUnavailable, "db"),
+        (lambda: __import__("guard.cli.formatters").cli.formatters.render([], "xml"), OptionError, "--format"),
     ],
 )
 def test_public_failures_raise_the_documented_subclass(call, error, where) -> None:

@@ -15,6 +15,7 @@ from pathlib import PurePath
 from typing import Any
 
 from guard import __version__
+from guard.errors import OptionError
 from guard.findings import CATALOGUE, Finding, Severity, line_col
 
 FORMATS = ("text", "json", "sarif")
@@ -232,7 +233,7 @@ def render(reports: Sequence[FileReport], fmt: str) -> str:
         return format_sarif(reports)
     if fmt == "text":
         return format_text(reports)
-    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    raise OptionError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}", location="--format")
 
 
 __all__ = [
