@@ -186,3 +186,50 @@ def test_the_one_time_reader_makes_aware_times(moment) -> None:
     assert got.tzinfo is not None
     assert got == (moment if moment.tzinfo else moment.replace(tzinfo=UTC))
     assert parse_time(moment.isoformat().replace("+00:00", "Z")) == got
+
+
+# -- driver errors by class and code ---------------------------------------------
+def _wrapped(orig: BaseException) -> BaseException:
+    import sqlalchemy.exc as sa_exc
+
+    return sa_exc.OperationalError("SELECT 1", {}, orig)
+
+
+def test_every_postgresql_state_in_the_table_is_read_from_the_driver_class() -> None:
+    import psycopg
+
+    from guard.records.store import _PG_STATES, classify_error
+
+    for state, cause in _PG_STATES.items():
+        orig = psycopg.errors.lookup(state)("from the server")
+        assert orig.sqlstate == state
+        assert classify_error(_wrapped(orig)) == classify_error(orig) == cause
+    assert classify_error(psycopg.errors.lookup("08006")("x")) == "connection"
+    assert classify_error(psycopg.errors.lookup("22012")("does not exist")) == "error"
+
+
+def test_every_mysql_number_in_the_table_is_read_from_args() -> None:
+    import pymysql
+
+    from guard.records.store import _MYSQL_CODES, classify_error
+
+    for number, cause in _MYSQL_CODES.items():
+        assert classify_error(_wrapped(pymysql.err.OperationalError(number, "no such table here"))) == cause
+    assert classify_error(_wrapped(pymysql.err.OperationalError(1064, "connection timeout"))) == "error"
+
+
+def test_sqlite_codes_and_its_two_generic_messages() -> None:
+    import sqlite3
+
+    from guard.records.store import classify_error
+
+    conn = sqlite3.connect(":memory:")
+    for sql, cause in [("SELECT * FROM t", "schema"), ("SELECT nope FROM sqlite_master", "schema"), ("SELEC", "error")]:
+        try:
+            conn.execute(sql)
+        except sqlite3.OperationalError as exc:
+            assert exc.sqlite_errorcode == 1 and classify_error(_wrapped(exc)) == cause
+    conn.close()
+    busy = sqlite3.OperationalError("database is locked")
+    busy.sqlite_errorcode = 5  # type: ignore[attr-defined]
+    assert classify_error(busy) == "locked"
