@@ -16,11 +16,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from guard.errors import GuardError, PayloadError
+from guard.errors import FileError, GuardError, PayloadError
+from guard.timeutil import parse_time
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def read_items(paths: Iterable[str | Path]) -> Iterator[Item]:
 
                 yield Item(name, 1, "template", p.read_text(encoding="utf-8"), slot_types=read_sidecar(p))
         except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise GuardError(f"cannot read {name}: {exc}", location=name) from None
+            raise FileError(f"cannot read {name}: {exc}", location=name) from None
 
 
 _GATES: dict[str, Any] = {}
@@ -107,7 +107,7 @@ def _judge(settings: AuditSettings, item: Item) -> dict[str, Any]:
             res = gate.lint_template(item.body, dict(item.slot_types or {}))
             out.update(ok=res.ok, findings=[f.code for f in res.findings])
             return out
-        now = datetime.fromisoformat(settings.now) if settings.now else None
+        now = parse_time(settings.now, location="now") if settings.now else None
         principal = item.principal if item.principal is not None else settings.default_principal
         d = gate.run(item.body, principal=principal, now=now, request_id=f"audit:{item.source}:{item.index}")
         out.update(

@@ -119,6 +119,48 @@ class Catalogue(Mapping[str, Code]):
 CATALOGUE = Catalogue()
 
 
+def line_col(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset`` in ``text``; an offset outside the text is clamped to it."""
+    offset = max(0, min(offset, len(text)))
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where in an input something is wrong: the part, and optionally a span and a line/column.
+
+    ``part`` names the input part (``answer_template``, ``claims[2].value``,
+    ``--window``, a file path); ``start``/``end`` are 0-based character
+    offsets into that part; ``line``/``column`` are 1-based. Shared by lint
+    findings and the problems an error carries, so both print and serialise
+    alike. The text form keeps what guard printed before: ``part:line`` when a
+    line is known, else ``part:offset+1`` for a span, else ``part``.
+    """
+
+    part: str = ""
+    start: int | None = None
+    end: int | None = None
+    line: int | None = None
+    column: int | None = None
+
+    @classmethod
+    def span(cls, part: str, text: str, start: int, end: int | None = None) -> Location:
+        """A span of ``text`` with its line and column worked out once."""
+        line, column = line_col(text, start)
+        return cls(part, start, start if end is None else end, line, column)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As plain JSON values; absent parts are None."""
+        return {"part": self.part, "start": self.start, "end": self.end, "line": self.line, "column": self.column}
+
+    def __str__(self) -> str:
+        if self.line is not None and self.start is None:
+            return f"{self.part}:{self.line}"
+        if self.start is not None:
+            return f"{self.part}:{self.start + 1}"
+        return self.part
+
+
 @dataclass(frozen=True)
 class Finding:
     """Something wrong with a template, located by sentence and character span.
@@ -144,6 +186,18 @@ class Finding:
         entry = CATALOGUE.get(self.code)
         return entry.name if entry else self.code
 
+    @property
+    def location(self) -> Location:
+        """The finding's span in the template, in the location type errors use too."""
+        line, column = self.data.get("line"), self.data.get("column")
+        return Location(
+            "answer_template",
+            self.start,
+            self.end,
+            line if isinstance(line, int) else None,
+            column if isinstance(column, int) else None,
+        )
+
     @classmethod
     def make(cls, code: str, message: str, **kw: Any) -> Finding:
         """Build a finding whose stage and default severity come from the catalogue."""
@@ -157,7 +211,8 @@ class Finding:
         d = asdict(self)
         d["severity"] = self.severity.value
         d["name"] = self.name
+        d["location"] = self.location.to_dict()
         return d
 
 
-__all__ = ["Severity", "Code", "Example", "Catalogue", "CATALOGUE", "Finding"]
+__all__ = ["Severity", "Code", "Example", "Catalogue", "CATALOGUE", "Location", "Finding", "line_col"]

@@ -25,7 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from guard.decision import Action, Decision, decide, lint_refusal
-from guard.errors import ConfigError, GuardError, Problem
+from guard.errors import ConfigError, OptionError, Problem
 from guard.findings import CATALOGUE, Finding, Severity
 from guard.linting import format as format_stage
 from guard.linting import registry
@@ -360,7 +360,7 @@ def regenerate_loop(
     unavailable) ends the loop at once: regenerating cannot fix those.
     """
     if max_attempts < 1:
-        raise GuardError("max_attempts must be at least 1", location="regenerate_loop")
+        raise OptionError("max_attempts must be at least 1", location="regenerate_loop")
     run = verifier or (lambda p: verify(p, policy, store, principal=principal, now=now))
     previous: Decision | None = None
     for _ in range(max_attempts):

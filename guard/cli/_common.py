@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from guard.errors import GuardError, PayloadError
+from guard.errors import FileError
+from guard.timeutil import parse_time
 
 
 def read_text(path: str) -> str:
@@ -18,17 +19,12 @@ def read_text(path: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise PayloadError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", location=path) from None
+        raise FileError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", location=path) from None
 
 
 def parse_now(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise GuardError(f"--now '{text}' is not an ISO 8601 time", location="--now") from None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
+    """The ``--now`` option as an aware datetime (naive means UTC), or None when it is not given."""
+    return None if text is None else parse_time(text, location="--now")
 
 
 def print_json(data: Any) -> None:

@@ -19,11 +19,11 @@ def classify_cmd(
 ) -> None:
     """Print labels, per-label scores and evidence spans for every line."""
     from guard.cli._common import read_text
-    from guard.errors import GuardError
+    from guard.errors import OptionError
     from guard.freetext.model import load
 
     if fmt not in FORMATS:
-        raise GuardError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}", location="--format")
+        raise OptionError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}", location="--format")
     lines = read_text(file).splitlines()
     clf = load(model)
     out = sys.stdout

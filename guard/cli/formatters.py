@@ -15,7 +15,8 @@ from pathlib import PurePath
 from typing import Any
 
 from guard import __version__
-from guard.findings import CATALOGUE, Finding, Severity
+from guard.errors import OptionError
+from guard.findings import CATALOGUE, Finding, Severity, line_col
 
 FORMATS = ("text", "json", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -45,11 +46,6 @@ class FileReport:
             text = self.file_text
             offset = self.file_offsets[min(offset, len(self.file_offsets) - 1)] if self.file_offsets else 0
         return line_col(text, offset)
-
-
-def line_col(text: str, offset: int) -> tuple[int, int]:
-    offset = max(0, min(offset, len(text)))
-    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def json_string_offsets(file_text: str, key: str) -> list[int] | None:
@@ -237,7 +233,7 @@ def render(reports: Sequence[FileReport], fmt: str) -> str:
         return format_sarif(reports)
     if fmt == "text":
         return format_text(reports)
-    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    raise OptionError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}", location="--format")
 
 
 __all__ = [

@@ -44,11 +44,11 @@ def monitor_cmd(
     """
     from rich.console import Console
 
-    from guard.errors import GuardError
+    from guard.errors import OptionError
     from guard.observe.monitor import MonitorConfig, monitor_logs, parse_time, parse_window, render
 
     if output not in ("text", "json"):
-        raise GuardError(f"--format must be text or json, not {output!r}", location="--format")
+        raise OptionError(f"--format must be text or json, not {output!r}", location="--format")
     config = MonitorConfig(
         window=parse_window(window),
         baseline_windows=baseline,

@@ -116,6 +116,7 @@ def lint_payload(
     """
     from guard.errors import PayloadError
     from guard.payload import Payload, load_payload
+    from guard.payload.slots import unclaimed_slots
 
     try:
         p = payload if isinstance(payload, Payload) else load_payload(payload)
@@ -127,16 +128,7 @@ def lint_payload(
         ctx = LintContext(template, domain, types, grammar_dir)
 
         def unclaimed(ctx: LintContext) -> list[Finding]:
-            return [
-                Finding.make(
-                    "F107",
-                    f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
-                    start=s.start,
-                    end=s.end,
-                )
-                for s in ctx.slots
-                if s.name not in types
-            ]
+            return unclaimed_slots(ctx.slots, types)
 
         chosen = list(stages if stages is not None else base_stages())
         return run_stages(ctx, chosen[:1] + [("claims", unclaimed)] + chosen[1:])

@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from guard.errors import GuardError
+from guard.errors import EventLogError, OptionError
 
 VALUE_KEYS = ("claimed", "actual")
 """Keys that carry database or model values: logged only when the user opts in."""
@@ -58,7 +58,7 @@ def _now() -> str:
 
 def _encode(event: Mapping[str, Any], include_values: bool) -> bytes:
     if not isinstance(event, Mapping):
-        raise GuardError(f"an event must be a mapping, got {type(event).__name__}")
+        raise EventLogError(f"an event must be a mapping, got {type(event).__name__}")
     if "ts" in event:
         record = dict(event)
     else:
@@ -90,7 +90,7 @@ class EventLog:
         compress: bool = False,
     ) -> None:
         if max_bytes < 0 or backup_count < 0:
-            raise GuardError("max_bytes and backup_count must not be negative", location=str(path))
+            raise OptionError("max_bytes and backup_count must not be negative", location=str(path))
         self.path = Path(path)
         self.max_bytes = max_bytes
         self.backup_count = backup_count
@@ -113,7 +113,7 @@ class EventLog:
             self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
-            raise GuardError(f"cannot open the event log: {exc.strerror}", location=str(self.path)) from exc
+            raise EventLogError(f"cannot open the event log: {exc.strerror}", location=str(self.path)) from exc
         self._pid = os.getpid()
 
     def _close_fds(self) -> None:
@@ -177,7 +177,7 @@ class EventLog:
     def _append(self, line: bytes) -> None:
         with self._thread_lock:
             if self._closed:
-                raise GuardError("the event log is closed", location=str(self.path))
+                raise EventLogError("the event log is closed", location=str(self.path))
             if self._pid != os.getpid():
                 # A forked child shares the parent's descriptors, and flock would
                 # then not exclude the parent: open our own.
@@ -198,7 +198,7 @@ class EventLog:
                 finally:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             except OSError as exc:
-                raise GuardError(f"cannot write the event log: {exc.strerror}", location=str(self.path)) from exc
+                raise EventLogError(f"cannot write the event log: {exc.strerror}", location=str(self.path)) from exc
 
     def close(self) -> None:
         with self._thread_lock:
@@ -277,9 +277,9 @@ def log_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         path = Path(raw)
         base, index = _split(path)
         if index == 0 and not path.exists() and not _siblings(path):
-            raise GuardError("no such log file", location=str(path))
+            raise EventLogError("no such log file", location=str(path))
         if index and not path.exists():
-            raise GuardError("no such log file", location=str(path))
+            raise EventLogError("no such log file", location=str(path))
         group = groups.setdefault(base, {})
         if index == 0:
             group.update(_siblings(base))
@@ -341,7 +341,7 @@ def read_events(paths: Iterable[str | os.PathLike[str]], stats: ReadStats | None
         try:
             handle = _open_binary(path)
         except OSError as exc:
-            raise GuardError(f"cannot read the log: {exc.strerror}", location=str(path)) from exc
+            raise EventLogError(f"cannot read the log: {exc.strerror}", location=str(path)) from exc
         with handle:
             yield from _lines(handle, str(path), stats)
     if any(os.fspath(p) == "-" for p in paths):

@@ -33,7 +33,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, start_http_server
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from guard.errors import GuardError
+from guard.errors import DependencyError, FileError
 
 PROSE_PER_SLOT_BUCKETS: tuple[float, ...] = (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 50)
 """Bucket bounds in words per slot; the alert rules' quantiles are only as fine as these."""
@@ -94,7 +94,7 @@ class Metrics:
                 registry=self.registry,
             )
         except ValueError as exc:  # duplicate names on a shared registry, bad buckets
-            raise GuardError(f"cannot register guard metrics: {exc}") from exc
+            raise DependencyError(f"cannot register guard metrics: {exc}") from exc
 
     def observe(self, event: Mapping[str, Any]) -> bool:
         """Count one logged event; returns False for an event type that carries no metric."""
@@ -132,7 +132,7 @@ class Metrics:
         try:
             MultiProcessCollector(registry, path=folder)
         except ValueError as exc:
-            raise GuardError(f"cannot read the multiprocess metrics: {exc}", location=folder) from exc
+            raise FileError(f"cannot read the multiprocess metrics: {exc}", location=folder) from exc
         return registry
 
     def expose(self) -> bytes:
@@ -146,7 +146,7 @@ class Metrics:
         try:
             return start_http_server(port, addr=addr, registry=self._exposed())
         except OSError as exc:
-            raise GuardError(f"cannot serve metrics on {addr}:{port}: {exc.strerror}") from exc
+            raise DependencyError(f"cannot serve metrics on {addr}:{port}: {exc.strerror}") from exc
 
     def value(self, name: str, **labels: str) -> float:
         """The current value of one sample (``guard_claims_total``, ...), 0.0 when never set."""

@@ -28,17 +28,19 @@ import bisect
 import io
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from guard.errors import GuardError
+from guard.errors import OptionError
+from guard.records.status import RESOLVED as _RESOLVED_SET
+from guard.records.status import Status
+from guard.timeutil import iso_time, parse_duration, parse_time
 
-STATUSES: tuple[str, ...] = ("confirmed", "contradicted", "not_found", "not_checkable", "stale", "unavailable")
-RESOLVED: tuple[str, ...] = ("confirmed", "contradicted", "not_found", "stale")
-WATCHED: tuple[str, ...] = ("contradicted", "not_found")
+STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
+RESOLVED: tuple[str, ...] = tuple(s.value for s in Status if s in _RESOLVED_SET)
+WATCHED: tuple[str, ...] = (Status.CONTRADICTED.value, Status.NOT_FOUND.value)
 _INDEX = {s: i for i, s in enumerate(STATUSES)}
 _OTHER = len(STATUSES)
 _RESOLVED_IDX = tuple(_INDEX[s] for s in RESOLVED)
@@ -46,32 +48,10 @@ _RESOLVED_IDX = tuple(_INDEX[s] for s in RESOLVED)
 PROSE_EDGES: tuple[float, ...] = tuple(i * 0.25 for i in range(80)) + tuple(20.0 + 2 * i for i in range(41))
 """Lower bounds of the prose-per-slot bins: quarter words up to 20, then 2 words up to 100 (and above)."""
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_DURATION = re.compile(r"(\d+)\s*([smhdw])")
-
 
 def parse_window(text: str) -> timedelta:
-    """``"1h"``, ``"15m"``, ``"1h30m"``, ``"1d"`` -> a timedelta; a clear error otherwise."""
-    cleaned = text.strip().lower()
-    parts = _DURATION.findall(cleaned)
-    if not cleaned or _DURATION.sub("", cleaned).strip() or not parts:
-        raise GuardError(
-            f"cannot read the window {text!r}: write a number and a unit s, m, h, d or w, such as 1h or 15m",
-            location="--window",
-        )
-    seconds = sum(int(n) * _UNITS[u] for n, u in parts)
-    if seconds <= 0:
-        raise GuardError(f"the window {text!r} must be longer than zero", location="--window")
-    return timedelta(seconds=seconds)
-
-
-def parse_time(text: str, *, location: str = "") -> datetime:
-    """ISO 8601 to an aware datetime; a naive time is taken as UTC."""
-    try:
-        value = datetime.fromisoformat(text)
-    except (TypeError, ValueError) as exc:
-        raise GuardError(f"cannot read the time {text!r}: use ISO 8601", location=location) from exc
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    """``"1h"``, ``"15m"``, ``"1h30m"``, ``"P1D"`` -> a timedelta: the duration syntax of policies, above zero."""
+    return parse_duration(text, what="window", location="--window", allow_zero=False)
 
 
 # -- statistics ----------------------------------------------------------------
@@ -198,7 +178,7 @@ class MonitorConfig:
         if self.correction not in ("bonferroni", "none"):
             problems.append("correction must be 'bonferroni' or 'none'")
         if problems:
-            raise GuardError("invalid monitor settings: " + "; ".join(problems))
+            raise OptionError("invalid monitor settings: " + "; ".join(problems), location="MonitorConfig")
 
     @property
     def fixed_baseline(self) -> bool:
@@ -423,10 +403,7 @@ class Monitor:
                 # Epoch seconds, as some log shippers rewrite it; through datetime to stay in its range.
                 seconds = datetime.fromtimestamp(ts, tz=UTC).timestamp()
             else:
-                moment = datetime.fromisoformat(ts)  # type: ignore[arg-type]
-                if moment.tzinfo is None:
-                    moment = moment.replace(tzinfo=UTC)
-                seconds = moment.timestamp()
+                seconds = iso_time(ts).timestamp()  # type: ignore[arg-type]
             window = int(seconds // self._seconds)
         except (TypeError, ValueError, OverflowError, OSError):
             self.counters["untimed"] += 1
@@ -702,13 +679,18 @@ def render(report: Report, console: Any, *, tail: int = 0) -> None:
             series.name,
             str(resolved),
             *[_pct(totals[_INDEX[s]] / resolved if resolved else None) for s in RESOLVED],
-            str(totals[_INDEX["unavailable"]]),
+            str(totals[_INDEX[Status.UNAVAILABLE.value]]),
         )
     console.print(summary)
 
     flagged = {(a.window_start, a.entity, a.field, a.status) for a in report.alerts if a.kind == "rate_jump"}
     windows = report.windows[-tail:] if tail else report.windows
-    short = {"contradicted": "c", "not_found": "nf", "stale": "st", "confirmed": "ok"}
+    short = {
+        Status.CONTRADICTED.value: "c",
+        Status.NOT_FOUND.value: "nf",
+        Status.STALE.value: "st",
+        Status.CONFIRMED.value: "ok",
+    }
     for chunk in range(0, len(report.fields), fields_per_table):
         group = report.fields[chunk : chunk + fields_per_table]
         legend = ", ".join(f"{short.get(s, s)}={s}" for s in cfg.watched)

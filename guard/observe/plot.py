@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from guard.errors import GuardError
+from guard.errors import DependencyError, FileError, OptionError
 from guard.observe.monitor import Report
 
 MAX_FIELDS = 10
@@ -30,7 +30,7 @@ def _figure(report: Report) -> Any:
         import matplotlib.dates as mdates
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - matplotlib is in the plot extra
-        raise GuardError("plotting needs matplotlib: pip install 'guard[plot]'") from exc
+        raise DependencyError("plotting needs matplotlib: pip install 'guard[plot]'") from exc
 
     cfg = report.config
     starts = [report.window_start(w) for w in report.windows]
@@ -138,7 +138,7 @@ def plot_report(report: Report, path: str | Path) -> Path:
     target = Path(path)
     suffix = target.suffix.lower()
     if suffix not in (".html", ".htm", ".png", ".svg"):
-        raise GuardError("the plot file must end in .html, .png or .svg", location=str(target))
+        raise OptionError("the plot file must end in .html, .png or .svg", location=str(target))
     fig = _figure(report)
     import matplotlib.pyplot as plt
 
@@ -154,7 +154,7 @@ def plot_report(report: Report, path: str | Path) -> Path:
             svg = svg[svg.index("<svg") :]
             target.write_text(_html(report, svg), encoding="utf-8")
     except OSError as exc:
-        raise GuardError(f"cannot write the plot: {exc.strerror}", location=str(target)) from exc
+        raise FileError(f"cannot write the plot: {exc.strerror}", location=str(target)) from exc
     finally:
         plt.close(fig)
     return target

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from guard.observe.schema import Event, claim_event, decision_event
+from guard.records.status import Status
 
 START = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -33,7 +34,12 @@ class FieldProfile:
     field: str
     type: str
     rates: dict[str, float] = field(
-        default_factory=lambda: {"contradicted": 0.02, "not_found": 0.01, "stale": 0.005, "unavailable": 0.002}
+        default_factory=lambda: {
+            Status.CONTRADICTED.value: 0.02,
+            Status.NOT_FOUND.value: 0.01,
+            Status.STALE.value: 0.005,
+            Status.UNAVAILABLE.value: 0.002,
+        }
     )
 
 
@@ -55,6 +61,9 @@ class ProseDrift:
     start: datetime
     factor: float = 2.0
 
+
+_REGENERATE = frozenset({Status.CONTRADICTED.value, Status.NOT_FOUND.value})
+"""Statuses after which the simulated gate asks the model to regenerate."""
 
 DEFAULT_FIELDS: tuple[FieldProfile, ...] = (
     FieldProfile("order", "shipped_at", "date"),
@@ -91,7 +100,7 @@ def simulate_events(
             for jump in jumps:
                 if (jump.entity, jump.field) == (profile.entity, profile.field) and now >= jump.start:
                     rates[jump.status] = jump.rate
-            draw, status = rng.random(), "confirmed"
+            draw, status = rng.random(), Status.CONFIRMED.value
             for name, p in rates.items():
                 if draw < p:
                     status = name
@@ -115,7 +124,7 @@ def simulate_events(
         if drift is not None and now >= drift.start:
             per_slot *= drift.factor
         prose = max(0, round(per_slot * n_slots))
-        bad = any(s in ("contradicted", "not_found") for s in statuses)
+        bad = any(s in _REGENERATE for s in statuses)
         findings = ["R401"] if prose / n_slots > 8 else []
         decision = decision_event(
             request_id=rid,

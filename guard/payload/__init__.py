@@ -1,7 +1,16 @@
 """The model's payload: typed claims, an answer template, its slots and their substitution."""
 
 from guard.payload.model import Claim, ClaimType, Limits, Payload, load_payload, unused_claims
-from guard.payload.slots import NAME, Piece, Slot, scan_template, substitute, substitute_in_order, template_pieces
+from guard.payload.slots import (
+    NAME,
+    Piece,
+    Slot,
+    scan_template,
+    substitute,
+    substitute_in_order,
+    template_pieces,
+    unclaimed_slots,
+)
 
 __all__ = [
     "Claim",
@@ -17,4 +26,5 @@ __all__ = [
     "substitute",
     "substitute_in_order",
     "template_pieces",
+    "unclaimed_slots",
 ]

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from guard.errors import PayloadError, Problem
 from guard.findings import Finding, Severity
-from guard.payload.slots import NAME, scan_template
+from guard.payload.slots import NAME, scan_template, unclaimed_slots
 
 
 class ClaimType(str, Enum):
@@ -244,17 +244,7 @@ def load_payload(data: str | bytes | dict[str, Any] | Payload, limits: Limits | 
         else:
             seen[c.key] = i
     slots, findings = scan_template(payload.answer_template)
-    for f in findings:
-        problems.append(Problem(f.code, f.message, f"answer_template:{f.start + 1}"))
-    for s in slots:
-        if s.name not in seen:
-            problems.append(
-                Problem(
-                    "F107",
-                    f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
-                    f"answer_template:{s.start + 1}",
-                )
-            )
+    problems.extend(Problem.from_finding(f) for f in [*findings, *unclaimed_slots(slots, seen)])
     if problems:
         raise PayloadError("the payload was rejected", problems=problems)
     return payload

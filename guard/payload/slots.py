@@ -8,7 +8,7 @@ the pieces found here; ``str.format`` is never called on model text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -140,13 +140,28 @@ def scan_template(template: str) -> tuple[list[Slot], list[Finding]]:
     return [p.slot for p in pieces if p.slot is not None], list(findings)
 
 
+def unclaimed_slots(slots: Sequence[Slot], keys: Container[str]) -> list[Finding]:
+    """F107 for every slot that no claim key names.
+
+    The one place F107 is built: :func:`guard.payload.load_payload` refuses a
+    payload with it, and the linter reports it for a payload it cannot load.
+    """
+    return [
+        Finding.make(
+            "F107", f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key", start=s.start, end=s.end
+        )
+        for s in slots
+        if s.name not in keys
+    ]
+
+
 def template_pieces(template: str) -> list[Piece]:
     """Literal runs and slots in order; raises PayloadError if any slot is unsafe."""
     pieces, findings = _tokenize_cached(template)
     if findings:
         raise PayloadError(
             "the answer template has unsafe slots",
-            problems=[Problem(f.code, f.message, f"answer_template:{f.start + 1}") for f in findings],
+            problems=[Problem.from_finding(f) for f in findings],
         )
     return list(pieces)
 

@@ -17,35 +17,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from babel import Locale, UnknownLocaleError
 from babel.numbers import get_currency_precision, list_currencies
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from guard.errors import PolicyError, Problem
+from guard.errors import OptionError, PolicyError, Problem
 from guard.payload import NAME, ClaimType
+from guard.timeutil import parse_duration
 
-_DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w)\s*$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _SQL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
-
-
-def parse_duration(text: str | int | float | timedelta) -> timedelta:
-    """``30d``, ``2h``, ``15m``, ``45s``, ``1w``, ISO 8601 ``P30D``, or seconds as a number."""
-    if isinstance(text, timedelta):
-        return text
-    if isinstance(text, bool):
-        raise ValueError("a duration is a number with a unit, e.g. 30d, 2h, 15m")
-    if isinstance(text, (int, float)):
-        if text < 0:
-            raise ValueError("a duration cannot be negative")
-        return timedelta(seconds=text)
-    m = _DURATION.match(str(text))
-    if not m and str(text).startswith("P"):
-        try:
-            return TypeAdapter(timedelta).validate_python(str(text))
-        except ValidationError:
-            pass
-    if not m:
-        raise ValueError(f"'{text}' is not a duration; write a number and a unit: 30d, 2h, 15m, 45s, 1w")
-    return timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
 
 
 _OPTIONS = ("currency", "tolerance", "unit", "aliases")
@@ -69,7 +47,10 @@ class FieldPolicy(BaseModel):
     @field_validator("freshness", mode="before")
     @classmethod
     def _duration(cls, v: Any) -> Any:
-        return None if v is None else parse_duration(v)
+        try:
+            return None if v is None else parse_duration(v, what="freshness")
+        except OptionError as exc:
+            raise ValueError(exc.message) from None
 
     @field_validator("tolerance", mode="before")
     @classmethod

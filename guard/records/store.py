@@ -31,30 +31,58 @@ ID = "__id__"
 _INT = re.compile(r"^[+-]?\d{1,18}$")
 _first = itemgetter(0)
 
-_CAUSES = [
-    (
-        "timeout",
-        re.compile(
-            r"statement timeout|canceling statement|max_statement_time|query execution was interrupted"
-            r"|interrupted|timed out|timeout",
-            re.I,
-        ),
-    ),
-    ("locked", re.compile(r"database is locked|database table is locked|lock wait", re.I)),
-    ("schema", re.compile(r"no such column|no such table|unknown column|does not exist|doesn't exist|undefined", re.I)),
-    (
-        "connection",
-        re.compile(
-            r"connect|connection|server closed|gone away|lost connection|terminat|broken pipe"
-            r"|shutdown|reset by peer|unable to open",
-            re.I,
-        ),
-    ),
-]
+_PG_STATES: dict[str, str] = {
+    "57014": "timeout",  # query_canceled: statement_timeout
+    "3D000": "missing_database",  # invalid_catalog_name
+    "42P01": "schema",  # undefined_table
+    "42703": "schema",  # undefined_column
+    "55P03": "locked",  # lock_not_available
+    "40P01": "locked",  # deadlock_detected
+    "55006": "locked",  # object_in_use
+    "57P01": "connection",  # admin_shutdown (pg_terminate_backend)
+    "57P02": "connection",  # crash_shutdown
+    "57P03": "connection",  # cannot_connect_now
+    "53300": "connection",  # too_many_connections
+}
+"""PostgreSQL SQLSTATEs guard names a cause for; class ``08`` (connection exception) is connection too."""
+
+_MYSQL_CODES: dict[int, str] = {
+    1049: "missing_database",  # ER_BAD_DB_ERROR
+    1146: "schema",  # ER_NO_SUCH_TABLE
+    1054: "schema",  # ER_BAD_FIELD_ERROR
+    1205: "locked",  # ER_LOCK_WAIT_TIMEOUT
+    1213: "locked",  # ER_LOCK_DEADLOCK
+    1969: "timeout",  # MariaDB ER_STATEMENT_TIMEOUT (max_statement_time)
+    3024: "timeout",  # MySQL ER_QUERY_TIMEOUT (max_execution_time)
+    1317: "timeout",  # ER_QUERY_INTERRUPTED (KILL QUERY)
+    1040: "connection",  # ER_CON_COUNT_ERROR
+    1053: "connection",  # ER_SERVER_SHUTDOWN
+    1927: "connection",  # MariaDB ER_CONNECTION_KILLED
+    2002: "connection",  # CR_CONNECTION_ERROR
+    2003: "connection",  # CR_CONN_HOST_ERROR
+    2006: "connection",  # CR_SERVER_GONE_ERROR
+    2013: "connection",  # CR_SERVER_LOST
+    2055: "connection",  # CR_SERVER_LOST_EXTENDED
+    4031: "connection",  # MySQL ER_CLIENT_INTERACTION_TIMEOUT
+}
+"""MySQL and MariaDB error numbers (server ``ER_*`` and client ``CR_*``) guard names a cause for."""
+
+_SQLITE_CODES: dict[int, str] = {
+    5: "locked",  # SQLITE_BUSY (and its extended codes)
+    6: "locked",  # SQLITE_LOCKED
+    9: "timeout",  # SQLITE_INTERRUPT
+    14: "connection",  # SQLITE_CANTOPEN
+}
+"""SQLite primary result codes (the low byte of ``sqlite_errorcode``) guard names a cause for."""
+
+_PG_MISSING_DATABASE = re.compile(r'FATAL:\s+database "[^"]*" does not exist')
+"""libpq's one connection failure that carries no SQLSTATE but has its own cause (see :func:`classify_error`)."""
+
 _CAUSE_TEXT = {
     "timeout": "the query took longer than the statement timeout",
     "locked": "the database is locked",
     "schema": "the database no longer matches the policy (a table or column is missing)",
+    "missing_database": "the database does not exist",
     "connection": "the database server could not be reached",
     "garbage": "the database returned a value that could not be read",
     "error": "the database reported an error",
@@ -73,16 +101,47 @@ class _DriverError(Exception):
 
 
 def classify_error(exc: BaseException) -> str:
-    """The cause of a driver error, as a key of the causes a refusal can name."""
-    text = f"{type(exc).__name__} {exc}"
-    orig = getattr(exc, "orig", None)
-    if orig is not None:
-        text += f" {type(orig).__name__} {orig}"
+    """The cause of a driver error, as a key of the causes a refusal can name.
+
+    Decided by exception class and the driver's own error code, never by the
+    wording of a message: SQLAlchemy's ``connection_invalidated``, pool
+    ``TimeoutError`` and ``DisconnectionError`` first; then psycopg's
+    ``sqlstate`` (``pgcode`` for psycopg2), PyMySQL's error number
+    (``args[0]``) or sqlite3's ``sqlite_errorcode``. ``exc`` is an SQLAlchemy
+    error or, on the store's direct cursor path, the DBAPI error itself.
+
+    Two cases have no code to read. SQLite reports "no such table" and "no
+    such column" under its generic ``SQLITE_ERROR`` (1); for that code only,
+    the message is checked for those two prefixes, which SQLite's resolver
+    writes verbatim and never translates. libpq reports connection failures
+    with no SQLSTATE at all; such a psycopg ``OperationalError`` is a
+    connection cause, except the server's ``FATAL: database "..." does not
+    exist`` (SQLSTATE 3D000 on the server side), recognised by that sentence.
+    """
+    if isinstance(exc, (sa_exc.TimeoutError, sa_exc.DisconnectionError)):
+        return "connection"
     if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
         return "connection"
-    for cause, pattern in _CAUSES:
-        if pattern.search(text):
-            return cause
+    orig = exc.orig if isinstance(exc, sa_exc.DBAPIError) and exc.orig is not None else exc
+    if isinstance(orig, (ConnectionError, TimeoutError)):
+        return "connection"
+    module = type(orig).__module__.split(".", 1)[0]
+    if module in ("psycopg", "psycopg2"):
+        state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+        if state:
+            return _PG_STATES.get(state) or ("connection" if state.startswith("08") else "error")
+        if _PG_MISSING_DATABASE.search(str(orig)):
+            return "missing_database"
+        return "connection" if type(orig).__name__ in ("OperationalError", "InterfaceError") else "error"
+    if module in ("pymysql", "MySQLdb", "mariadb"):
+        number = orig.args[0] if orig.args and isinstance(orig.args[0], int) else None
+        return _MYSQL_CODES.get(number, "error") if number is not None else "error"
+    code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        if code & 0xFF == 1:
+            text = str(orig)
+            return "schema" if text.startswith(("no such table", "no such column")) else "error"
+        return _SQLITE_CODES.get(code & 0xFF, "error")
     return "error"
 
 

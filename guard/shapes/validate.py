@@ -15,7 +15,7 @@ from typing import Any
 import lark
 from lark import Token
 
-from guard.findings import Finding
+from guard.findings import Finding, line_col
 from guard.shapes.library import SLOT_TYPES, TERMINAL_SLOT_TYPES, Grammar, Sym
 from guard.shapes.shapes import nearest_shapes
 from guard.shapes.text import Sentence, Tok, lex_sentence, split_sentences
@@ -53,12 +53,6 @@ class SentenceResult:
 class ShapeReport:
     sentences: list[SentenceResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-
-
-def line_col(text: str, offset: int) -> tuple[int, int]:
-    """1-based line and column of ``offset`` in ``text``."""
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def validate_template(

@@ -301,3 +301,52 @@ def test_server_down_at_start_up_is_checked_once_it_is_up(backend, tmp_path_fact
     finally:
         relay.stop()
         store.close()
+
+
+def _missing_database_url(backend: str) -> str:
+    from tests.conftest import MARIA_ADMIN, PG_ADMIN, TAG
+
+    admin = PG_ADMIN if backend == "postgresql" else MARIA_ADMIN
+    return admin.rsplit("/", 1)[0] + f"/guard_{TAG}never_created_{worker()}".lower()
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mariadb"])
+def test_missing_database_is_named_as_such(backend):
+    """SQLSTATE 3D000 / error 1049: not 'no longer matches the policy', not 'could not be reached'."""
+    policy = demo.policy()
+    store = RecordStore(_missing_database_url(backend), policy)
+    try:
+        d = ask(policy, store)
+        assert d.action is Action.REFUSE and {r.cause for r in d.results} == {"missing_database"}
+        assert all("the database does not exist" in r.reason for r in d.results)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql", "mariadb"])
+def test_dropped_table_after_start_up(backend, tmp_path_factory):
+    url = backend_url(backend, tmp_path_factory, worker(), "faults_table")
+    engine = demo.build(url, n_orders=60, n_customers=20)
+    policy = demo.policy()
+    store = RecordStore(url, policy)
+    try:
+        assert ask(policy, store).action is Action.ANSWER
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE orders"))
+        assert_refused(ask(policy, store), "schema")
+    finally:
+        store.close()
+        engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mariadb"])
+def test_closed_port_is_a_connection_cause(backend, tmp_path_factory):
+    """Nothing listens on the port: the driver's own refusal (no SQLSTATE / CR 2003) is a connection cause."""
+    url = backend_url(backend, tmp_path_factory, worker(), "faults_port")
+    closed = Relay(SERVER_PORT[backend]).port  # bound once, then released: nothing listens there
+    policy = demo.policy()
+    store = RecordStore(url.replace(f":{SERVER_PORT[backend]}/", f":{closed}/"), policy, connect_timeout=1)
+    try:
+        assert_refused(ask(policy, store), "connection")
+    finally:
+        store.close()

@@ -104,7 +104,7 @@ def test_reader_reports_file_and_line(tmp_path):
     )
     with pytest.raises(CorpusError) as err:
         read_corpus(tmp_path)
-    where = [p.location for p in err.value.problems]
+    where = [str(p.location) for p in err.value.problems]
     codes = [p.code for p in err.value.problems]
     f = str(tmp_path / "orders.jsonl")
     assert where == [f"{f}:{n}" for n in (2, 3, 4, 5, 6, 7)]
