@@ -20,11 +20,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import regex  # noqa: E402
+
 from guard._resources import data_path  # noqa: E402
 from guard.linting import lint  # noqa: E402
 from guard.payload import scan_template  # noqa: E402
-import regex  # noqa: E402
-
 from guard.shapes import load_grammar, to_regex, validate_template  # noqa: E402
 from guard.shapes.library import clear_cache  # noqa: E402
 

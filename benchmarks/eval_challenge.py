@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", type=Path, default=ROOT / "corpora", help="main corpus (fits the bag-of-words baseline)")
+    ap.add_argument("--corpus", type=Path, default=ROOT / "corpora",
+                    help="main corpus (fits the bag-of-words baseline)")
     ap.add_argument("--challenge", type=Path, default=ROOT / "corpora" / "challenge", help="challenge set directory")
     ap.add_argument("--model", type=Path, default=None, help="model file (default: the shipped model)")
     ap.add_argument("--errors", action="store_true", help="list the model's false negatives and false positives")
@@ -30,7 +31,14 @@ def main() -> int:
 
     from rich.console import Console
 
-    from guard.freetext.evaluation import baseline_predictors, evaluate_challenge, model_errors, model_predictor, read_challenge, report_tables
+    from guard.freetext.evaluation import (
+        baseline_predictors,
+        evaluate_challenge,
+        model_errors,
+        model_predictor,
+        read_challenge,
+        report_tables,
+    )
     from guard.freetext.model import load
 
     clf = load(args.model) if args.model else load()
@@ -49,7 +57,9 @@ def main() -> int:
                     continue
                 console.print(f"\n[bold]{kind} {lab}[/] ({len(rows)})")
                 for r in rows:
-                    console.print(f"  {r['score']:.2f} [{r['domain']}] {r['text']}  patterns={','.join(r['patterns']) or '-'}", markup=False, highlight=False)
+                    patterns = ",".join(r["patterns"]) or "-"
+                    console.print(f"  {r['score']:.2f} [{r['domain']}] {r['text']}  patterns={patterns}",
+                                  markup=False, highlight=False)
     if args.json:
         args.json.write_text(json.dumps({"metrics": result, "errors": errors}, indent=1), encoding="utf-8")
     return 0

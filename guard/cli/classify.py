@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:  # the model module loads numpy and spaCy: only when a command runs
+    from guard.freetext.model import Prediction
 
 FORMATS = ("text", "json", "jsonl")
 BATCH = 4096
@@ -16,7 +19,7 @@ BATCH = 4096
 def classify_cmd(
     file: str = typer.Argument("-", help="Text file with one sentence per line, or - for standard input."),
     fmt: str = typer.Option("text", "--format", "-f", help="Output format: text, json or jsonl."),
-    model: Optional[Path] = typer.Option(None, "--model", help="Model file (default: the model shipped with guard)."),
+    model: Path | None = typer.Option(None, "--model", help="Model file (default: the model shipped with guard)."),
 ) -> None:
     """Print labels, per-label scores and evidence spans for every line."""
     from guard.cli._common import read_text
@@ -46,11 +49,12 @@ def classify_cmd(
         out.write("\n]\n")
 
 
-def _text_line(p) -> str:
+def _text_line(p: Prediction) -> str:
     labels = ",".join(p.labels) or "-"
     evidence = "; ".join(f"{lab}: " + ", ".join(repr(s.text) for s in spans) for lab, spans in p.spans.items() if spans)
     return f"{labels}\t{p.text}" + (f"\t[{evidence}]" if evidence else "") + "\n"
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``guard classify`` to the command line."""
     app.command("classify")(classify_cmd)

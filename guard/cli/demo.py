@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 
 def demo_cmd(
-    db: Optional[str] = typer.Option(None, "--db", help="Database URL to fill (default: a new SQLite file)."),
+    db: str | None = typer.Option(None, "--db", help="Database URL to fill (default: a new SQLite file)."),
     orders: int = typer.Option(3000, "--orders", min=10, help="How many orders to generate."),
 ) -> None:
     """Build a seeded SQLite system of record and show the three decisions side by side."""
@@ -21,8 +20,8 @@ def demo_cmd(
     from rich.text import Text
 
     from guard import demo
-    from guard.records.store import RecordStore
     from guard.pipeline import verify
+    from guard.records.store import RecordStore
 
     console = Console()
     url = db or f"sqlite:///{Path(tempfile.mkdtemp(prefix='guard-demo-')) / 'records.db'}"
@@ -34,7 +33,7 @@ def demo_cmd(
     panels = []
     styles = {"answer": "green", "refuse": "yellow", "regenerate_from_facts": "magenta"}
     with RecordStore(url, policy) as store:
-        for name, payload in demo.payloads().items():
+        for payload in demo.payloads().values():
             d = verify(payload, policy, store, principal=demo.PRINCIPAL, now=demo.NOW)
             body = Text()
             body.append("model wrote\n", style="dim")
@@ -60,4 +59,5 @@ def demo_cmd(
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``guard demo`` to the command line."""
     app.command("demo")(demo_cmd)

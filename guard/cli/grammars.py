@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from types import TracebackType
 
 import typer
 
@@ -19,7 +19,7 @@ GRAMMAR_DIR = typer.Option(None, "--grammar-dir", help="Directory with your own 
 
 
 @grammars_app.command("list")
-def list_cmd(grammar_dir: Optional[Path] = GRAMMAR_DIR) -> None:
+def list_cmd(grammar_dir: Path | None = GRAMMAR_DIR) -> None:
     """Every domain with its number of shapes and the file it comes from."""
     from guard.shapes import list_domains, load_grammar
 
@@ -32,7 +32,7 @@ def list_cmd(grammar_dir: Optional[Path] = GRAMMAR_DIR) -> None:
 @grammars_app.command("show")
 def show_cmd(
     domain: str = typer.Argument(..., help="Domain name."),
-    grammar_dir: Optional[Path] = GRAMMAR_DIR,
+    grammar_dir: Path | None = GRAMMAR_DIR,
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
 ) -> None:
     """Every approved shape of DOMAIN as readable text, with slot types in braces."""
@@ -55,10 +55,10 @@ def show_cmd(
 def export_cmd(
     domain: str = typer.Argument(..., help="Domain name."),
     fmt: str = typer.Option("lark", "--format", "-f", help="lark (llguidance subset) or regex."),
-    slot_type: List[str] = typer.Option([], "--slot-type", "-s", help="NAME=TYPE: only these slot names, typed "
+    slot_type: list[str] = typer.Option([], "--slot-type", "-s", help="NAME=TYPE: only these slot names, typed "
                                                                       "(repeatable; default any {name})."),
-    grammar_dir: Optional[Path] = GRAMMAR_DIR,
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+    grammar_dir: Path | None = GRAMMAR_DIR,
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
 ) -> None:
     """DOMAIN as a grammar for constrained decoding: llguidance Lark or one regular expression."""
     from guard.linting import parse_slot_types
@@ -81,10 +81,11 @@ class _errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, exc, tb) -> bool:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if isinstance(exc, GuardError):
             _fail(str(exc))
-        return False
 
 
 def _fail(message: str) -> None:
@@ -93,4 +94,5 @@ def _fail(message: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``guard grammars`` (list, show, export) to the command line."""
     app.add_typer(grammars_app, name="grammars")

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 
 def train_cmd(
     corpus: Path = typer.Option(Path("corpora"), "--corpus", help="Directory of <domain>.jsonl files (or one file)."),
-    out: Path = typer.Option(Path("models/freetext.joblib"), "--out", help="Model file to write; the card goes beside it as .json."),
+    out: Path = typer.Option(Path("models/freetext.joblib"), "--out",
+                             help="Model file to write; the card goes beside it as .json."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Parallel cross-validation jobs (joblib); -1 for all cores."),
     folds: int = typer.Option(5, "--folds", help="Stratified cross-validation folds."),
-    sample: Optional[int] = typer.Option(None, "--sample", help="Train on a stratified sample of about N sentences."),
+    sample: int | None = typer.Option(None, "--sample", help="Train on a stratified sample of about N sentences."),
     seed: int = typer.Option(0, "--seed", help="Seed for folds and sampling."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
 ) -> None:
@@ -34,7 +34,8 @@ def train_cmd(
     console = Console(file=sys.stdout, width=120)
     console.print(report_table(card))
     cv = card["training"]["cv"]
-    console.print(f"cross-validation ({cv['folds']} folds) chose {cv['best']} (mean macro-F1 {cv['mean_macro_f1'][_key(cv['best'])]:.3f})")
+    mean_f1 = cv["mean_macro_f1"][_key(cv["best"])]
+    console.print(f"cross-validation ({cv['folds']} folds) chose {cv['best']} (mean macro-F1 {mean_f1:.3f})")
     console.print(f"thresholds (tuned on dev): {card['thresholds']}")
     console.print(f"wrote {out} ({card['model_file']['bytes'] / 1e6:.2f} MB) and {Path(out).with_suffix('.json')}")
     losing = [f"{s}/{lab}" for s, row in card["beats_baselines"].items() for lab, ok in row.items() if not ok]
@@ -49,4 +50,5 @@ def _key(params: dict) -> str:
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``guard train`` to the command line."""
     app.command("train")(train_cmd)

@@ -7,7 +7,7 @@ suite runs one scenario against all three.
 from __future__ import annotations
 
 import random
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from importlib import resources
 from typing import Any
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from guard.records.policy import Policy, load_policy
 
-NOW = datetime(2026, 8, 1, 9, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 8, 1, 9, 0, tzinfo=UTC)
 """The demo's clock: data are generated relative to it, so staleness is reproducible."""
 
 STATUSES = ["pending", "shipped", "delivered", "cancelled"]
@@ -57,11 +57,13 @@ def customer_id(i: int) -> str:
     return f"cus_{1000 + i}"
 
 
-def rows(n_orders: int = 3000, n_customers: int = 1000, seed: int = 7) -> tuple[list[dict], list[dict]]:
+def rows(
+    n_orders: int = 3000, n_customers: int = 1000, seed: int = 7
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     rng = random.Random(seed)
     customers = [{"id": customer_id(i), "name": f"{rng.choice(FIRST)} {rng.choice(LAST)}",
                   "tier": rng.choice(TIERS)} for i in range(n_customers)]
-    orders = []
+    orders: list[dict[str, Any]] = []
     for i in range(n_orders):
         status = rng.choices(STATUSES, weights=[2, 5, 6, 1])[0]
         shipped = (NOW - timedelta(days=rng.randint(1, 20), minutes=rng.randint(0, 1439))).replace(tzinfo=None) \
@@ -74,9 +76,10 @@ def rows(n_orders: int = 3000, n_customers: int = 1000, seed: int = 7) -> tuple[
                        "total_minor": rng.randint(299, 250000), "weight_kg": Decimal(rng.randint(100, 25000)) / 1000,
                        "updated_at": (NOW - age).replace(tzinfo=None)})
     # ord_88431 is the scenario of the README: fresh, shipped, known values
-    fixed = {"id": "ord_88431", "customer_id": "cus_1042", "status": "shipped",
+    fixed: dict[str, Any] = {"id": "ord_88431", "customer_id": "cus_1042", "status": "shipped",
              "shipped_at": datetime(2026, 7, 29, 23, 40), "estimated_delivery": date(2026, 8, 3), "line_count": 3,
-             "total_minor": 129900, "weight_kg": Decimal("4.2"), "updated_at": (NOW - timedelta(hours=3)).replace(tzinfo=None)}
+             "total_minor": 129900, "weight_kg": Decimal("4.2"),
+             "updated_at": (NOW - timedelta(hours=3)).replace(tzinfo=None)}
     stale = dict(fixed, id="ord_88432", updated_at=(NOW - timedelta(days=5)).replace(tzinfo=None))
     for o in (fixed, stale):
         idx = int(o["id"][4:]) - 88000

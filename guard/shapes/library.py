@@ -15,10 +15,11 @@ import functools
 import os
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import lark
 import regex
@@ -94,6 +95,7 @@ class Grammar:
 
 
 def render_sym(sym: Sym) -> str:
+    """A symbol as grammar source shows it: slots as ``{TYPE}``, words quoted."""
     kind, text = sym
     if kind == "slot":
         return "{" + text.upper() + "}"
@@ -147,7 +149,7 @@ def rewrite_source(text: str, where: str) -> str:
             out.append(line)
             continue
 
-        def fix(m: regex.Match[str]) -> str:
+        def fix(m: regex.Match[str], lineno: int = lineno) -> str:
             lit = m.group()
             if not lit.startswith('"'):
                 return lit
@@ -179,7 +181,7 @@ class _Loader:
             if f.is_file():
                 self.used.append(f)
                 return str(f), rewrite_source(f.read_text(encoding="utf-8"), f.name)
-        raise IOError(f"{grammar_path} not found")
+        raise OSError(f"{grammar_path} not found")
 
 
 def _sym_of(term: Any) -> Sym | None:

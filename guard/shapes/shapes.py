@@ -8,8 +8,9 @@ so they cannot drift apart.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence, Union
+from typing import Union
 
 from guard.shapes.library import Grammar, Shape, Sym
 
@@ -18,22 +19,30 @@ Node = Union["Tok", "Seq", "Alt", "Opt"]
 
 @dataclass(frozen=True)
 class Tok:
+    """One word or slot of a shape; ``first``: it opens the sentence, so no space goes before it."""
+
     sym: Sym
     first: bool = False
 
 
 @dataclass(frozen=True)
 class Seq:
+    """Items in order."""
+
     items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Alt:
+    """Exactly one of the options."""
+
     options: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Opt:
+    """The body or nothing."""
+
     body: Node
 
 
@@ -111,6 +120,7 @@ def _common_suffix(seqs: list[Marked]) -> int:
 
 
 def sym_text(sym: Sym) -> str:
+    """A symbol as a reader sees it: slots as ``{TYPE}``, words bare."""
     kind, text = sym
     return "{" + text.upper() + "}" if kind == "slot" else text
 
@@ -196,6 +206,8 @@ def edit_distance(a: Sequence[object], b: Sequence[object], bound: int | None = 
 
 @dataclass(frozen=True)
 class Nearest:
+    """An approved shape close to a rejected sentence, offered as a fix."""
+
     shape: str
     text: str
     distance: int

@@ -9,8 +9,9 @@ decoding accept the same texts.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from itertools import pairwise
 
 import regex
 
@@ -70,7 +71,9 @@ def split_sentences(template: str) -> list[Sentence]:
     return out
 
 
-def lex_sentence(template: str, sentence: Sentence, slots: Iterable[tuple[str, int, int]]) -> tuple[list[Tok], list[Gap]]:
+def lex_sentence(
+    template: str, sentence: Sentence, slots: Iterable[tuple[str, int, int]]
+) -> tuple[list[Tok], list[Gap]]:
     """Tokens of one sentence with template offsets, and every spacing fault between them.
 
     ``slots`` are ``(name, start, end)`` spans of plain slots (from
@@ -104,7 +107,7 @@ def lex_sentence(template: str, sentence: Sentence, slots: Iterable[tuple[str, i
 
 def _gaps(template: str, toks: Sequence[Tok]) -> list[Gap]:
     gaps: list[Gap] = []
-    for prev, tok in zip(toks, toks[1:]):
+    for prev, tok in pairwise(toks):
         if "other" in (prev.kind, tok.kind):
             continue
         gap = template[prev.end:tok.start]

@@ -8,8 +8,9 @@ known type, ``S204`` spacing.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import lark
 from lark import Token
@@ -44,6 +45,8 @@ class SentenceResult:
 
 @dataclass
 class ShapeReport:
+    """Every sentence's result and every finding for one template."""
+
     sentences: list[SentenceResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
@@ -133,15 +136,19 @@ def _run(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], lark_
         try:
             tree = grammar.lark.parse(lark_toks)
         except lark.exceptions.UnexpectedInput as exc:
-            findings.append(_diagnose(template, grammar, sent, toks, exc, types, lambda: set(exc.expected)))
+            expected: set[str] = set(getattr(exc, "expected", None) or ())
+            findings.append(_diagnose(template, grammar, sent, toks, exc, types, lambda: expected))
             return None
-        return None if untyped else str(tree.children[0].data)
+        head = tree.children[0]
+        return None if untyped or not isinstance(head, lark.Tree) else str(head.data)
     try:
         tree = _feed(grammar.lark.parse_interactive([]), lark_toks, 0, [], inferred)
     except _Stuck as stuck:
+        fed = stuck.fed
+
         def accepts() -> set[str]:
             again = grammar.lark.parse_interactive([])
-            for t in stuck.fed:
+            for t in fed:
                 again.feed_token(t)
             return set(again.accepts())
 
@@ -203,7 +210,7 @@ def _diagnose(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], 
               types: Mapping[str, str], accepts: Callable[[], set[str]]) -> Finding:
     tok = getattr(err, "token", None)
     at_end = tok is None or tok.type == "$END"
-    idx = len(toks) if at_end else int(tok.line)
+    idx = len(toks) if tok is None or at_end else int(tok.line)
     try:
         names = accepts()
     except lark.exceptions.LarkError:
@@ -223,8 +230,8 @@ def _diagnose(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], 
     start, end = t.start, t.end
     data["unexpected"] = t.text
     slot_expected = [e for e in expected if e.startswith("{")]
-    if t.kind == "slot" and _slot_type(t, types) is not None and slot_expected:
-        have = _slot_type(t, types)
+    have = _slot_type(t, types) if t.kind == "slot" else None
+    if have is not None and slot_expected:
         data["slot"], data["slot_type"] = t.slot, have
         msg = (f"sentence {sent.index + 1}: slot {t.text} is {have.upper()}, but here the approved shapes take "
                f"{' or '.join(slot_expected)}")

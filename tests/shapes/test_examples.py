@@ -50,12 +50,12 @@ def test_every_shape_has_an_accept_example(domain: str) -> None:
     assert set(load_grammar(domain).shapes) - matched == set()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _regex(domain: str, slots: tuple[tuple[str, str], ...]) -> regex.Pattern[str]:
     return regex.compile(to_regex(load_grammar(domain), slot_names(dict(slots))))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _lark(domain: str, slots: tuple[tuple[str, str], ...]) -> lark.Lark:
     return lark.Lark(to_lark(load_grammar(domain), slot_names(dict(slots))), parser="earley", lexer="dynamic")
 

@@ -20,7 +20,7 @@ def _tokenizer():
     return llg.LLTokenizer(llg.TokenizerWrapper(ByteTokenizer()))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _grammar(domain: str, fmt: str, slots: tuple[tuple[str, str], ...]) -> str:
     names = slot_names(dict(slots)) if slots else None
     g = load_grammar(domain)
