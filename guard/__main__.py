@@ -4,4 +4,5 @@ import sys
 
 from guard.cli.main import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing the module (pkgutil, docs tools) must not run the command line
+    sys.exit(main())
