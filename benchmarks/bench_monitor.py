@@ -69,8 +69,17 @@ def cli_monitor(path: Path) -> None:
 
 def _emit_worker(path: str, count: int, start: mp.Event) -> None:  # type: ignore[valid-type]
     log = EventLog(path, max_bytes=20_000_000, backup_count=50)
-    event = {"event": "claim", "request_id": "r", "entity": "order", "field": "shipped_at", "status": "confirmed",
-             "type": "date", "key": "ship_date", "latency_ms": 0.42, "domain": "orders"}
+    event = {
+        "event": "claim",
+        "request_id": "r",
+        "entity": "order",
+        "field": "shipped_at",
+        "status": "confirmed",
+        "type": "date",
+        "key": "ship_date",
+        "latency_ms": 0.42,
+        "domain": "orders",
+    }
     start.wait()
     for i in range(count):
         event["request_id"] = f"r-{os.getpid()}-{i}"
@@ -96,9 +105,18 @@ def emit_rate(folder: Path, processes: int, per_process: int) -> float:
 
 
 def plain_write_rate(folder: Path, count: int) -> float:
-    event = {"ts": "2026-12-02T10:31:47.123456+00:00", "event": "claim", "request_id": "r", "entity": "order",
-             "field": "shipped_at", "status": "confirmed", "type": "date", "key": "ship_date", "latency_ms": 0.42,
-             "domain": "orders"}
+    event = {
+        "ts": "2026-12-02T10:31:47.123456+00:00",
+        "event": "claim",
+        "request_id": "r",
+        "entity": "order",
+        "field": "shipped_at",
+        "status": "confirmed",
+        "type": "date",
+        "key": "ship_date",
+        "latency_ms": 0.42,
+        "domain": "orders",
+    }
     fd = os.open(folder / "plain.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     t0 = time.perf_counter()
     for i in range(count):
@@ -137,8 +155,10 @@ def main() -> None:
         print(f"event log: {args.emits} claim events per measurement, best of {args.repeat}, {os.cpu_count()} CPU(s)")
         print(f"  plain os.write, 1 proc  {plain:>12,.0f} lines/s")
         print(f"  EventLog, 1 process     {one:>12,.0f} lines/s   ratio to plain {one / plain:.2f}")
-        print(f"  EventLog, 4 processes   {four:>12,.0f} lines/s   ratio to plain {four / plain:.2f}"
-              f", to 1 process {four / one:.2f}")
+        print(
+            f"  EventLog, 4 processes   {four:>12,.0f} lines/s   ratio to plain {four / plain:.2f}"
+            f", to 1 process {four / one:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -75,6 +75,7 @@ def main() -> None:
         def run(t: str) -> None:
             slots, _ = scan_template(t)
             validate_template(t, grammar, slots, types)
+
         return run
 
     def facade(t: str) -> None:
@@ -89,8 +90,10 @@ def main() -> None:
         pattern.fullmatch(t)
 
     print(f"domain {args.domain}: {len(lalr.shapes)} shapes, {len(sentences)} one-sentence examples")
-    print(f"{'sentences':>9} {'kind':>7} | {'lint() LALR':>12} {'LALR':>10} {'Earley':>10} | {'LALR/Earley':>11}"
-          f" | {'regex export':>12}")
+    print(
+        f"{'sentences':>9} {'kind':>7} | {'lint() LALR':>12} {'LALR':>10} {'Earley':>10} | {'LALR/Earley':>11}"
+        f" | {'regex export':>12}"
+    )
     for size in (1, 3, 6):
         for broken in (False, True):
             items = templates(sentences, size, broken)

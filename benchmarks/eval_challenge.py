@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", type=Path, default=ROOT / "corpora",
-                    help="main corpus (fits the bag-of-words baseline)")
+    ap.add_argument(
+        "--corpus", type=Path, default=ROOT / "corpora", help="main corpus (fits the bag-of-words baseline)"
+    )
     ap.add_argument("--challenge", type=Path, default=ROOT / "corpora" / "challenge", help="challenge set directory")
     ap.add_argument("--model", type=Path, default=None, help="model file (default: the shipped model)")
     ap.add_argument("--errors", action="store_true", help="list the model's false negatives and false positives")
@@ -58,8 +59,11 @@ def main() -> int:
                 console.print(f"\n[bold]{kind} {lab}[/] ({len(rows)})")
                 for r in rows:
                     patterns = ",".join(r["patterns"]) or "-"
-                    console.print(f"  {r['score']:.2f} [{r['domain']}] {r['text']}  patterns={patterns}",
-                                  markup=False, highlight=False)
+                    console.print(
+                        f"  {r['score']:.2f} [{r['domain']}] {r['text']}  patterns={patterns}",
+                        markup=False,
+                        highlight=False,
+                    )
     if args.json:
         args.json.write_text(json.dumps({"metrics": result, "errors": errors}, indent=1), encoding="utf-8")
     return 0

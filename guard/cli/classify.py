@@ -35,7 +35,7 @@ def classify_cmd(
         out.write("[")
     first = True
     for i in range(0, len(lines), BATCH):
-        preds = clf.predict(lines[i:i + BATCH])
+        preds = clf.predict(lines[i : i + BATCH])
         if fmt == "text":
             out.write("".join(_text_line(p) for p in preds))
         elif fmt == "jsonl":

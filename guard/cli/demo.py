@@ -28,8 +28,10 @@ def demo_cmd(
     with console.status("building the system of record"):
         demo.build(url, n_orders=orders)
     policy = demo.policy()
-    console.print(f"[bold]guard demo[/]: {orders} orders in {url}, policy {', '.join(policy.entities)}; "
-                  f"principal {demo.PRINCIPAL}, clock {demo.NOW.isoformat()}")
+    console.print(
+        f"[bold]guard demo[/]: {orders} orders in {url}, policy {', '.join(policy.entities)}; "
+        f"principal {demo.PRINCIPAL}, clock {demo.NOW.isoformat()}"
+    )
     panels = []
     styles = {"answer": "green", "refuse": "yellow", "regenerate_from_facts": "magenta"}
     with RecordStore(url, policy) as store:

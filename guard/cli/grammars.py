@@ -12,8 +12,7 @@ import typer
 from guard.cli import exitcodes
 from guard.errors import GuardError
 
-grammars_app = typer.Typer(help="List, show and export the approved sentence shape grammars.",
-                           no_args_is_help=True)
+grammars_app = typer.Typer(help="List, show and export the approved sentence shape grammars.", no_args_is_help=True)
 
 GRAMMAR_DIR = typer.Option(None, "--grammar-dir", help="Directory with your own <domain>.lark files.")
 
@@ -55,8 +54,9 @@ def show_cmd(
 def export_cmd(
     domain: str = typer.Argument(..., help="Domain name."),
     fmt: str = typer.Option("lark", "--format", "-f", help="lark (llguidance subset) or regex."),
-    slot_type: list[str] = typer.Option([], "--slot-type", "-s", help="NAME=TYPE: only these slot names, typed "
-                                                                      "(repeatable; default any {name})."),
+    slot_type: list[str] = typer.Option(
+        [], "--slot-type", "-s", help="NAME=TYPE: only these slot names, typed (repeatable; default any {name})."
+    ),
     grammar_dir: Path | None = GRAMMAR_DIR,
     output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
 ) -> None:
@@ -81,9 +81,7 @@ class _errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if isinstance(exc, GuardError):
             _fail(str(exc))
 

@@ -10,8 +10,9 @@ import typer
 
 def train_cmd(
     corpus: Path = typer.Option(Path("corpora"), "--corpus", help="Directory of <domain>.jsonl files (or one file)."),
-    out: Path = typer.Option(Path("models/freetext.joblib"), "--out",
-                             help="Model file to write; the card goes beside it as .json."),
+    out: Path = typer.Option(
+        Path("models/freetext.joblib"), "--out", help="Model file to write; the card goes beside it as .json."
+    ),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Parallel cross-validation jobs (joblib); -1 for all cores."),
     folds: int = typer.Option(5, "--folds", help="Stratified cross-validation folds."),
     sample: int | None = typer.Option(None, "--sample", help="Train on a stratified sample of about N sentences."),
@@ -25,11 +26,24 @@ def train_cmd(
     from guard.freetext.training import report_table, train, write
 
     err = Console(stderr=True)
-    with Progress(TextColumn("cross-validation"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True, disable=not progress) as bar:
+    with Progress(
+        TextColumn("cross-validation"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not progress,
+    ) as bar:
         task = bar.add_task("cv", total=None)
-        result = train(corpus, jobs=jobs, folds=folds, sample=sample, seed=seed,
-                       on_step=lambda done, total: bar.update(task, completed=done, total=total))
+        result = train(
+            corpus,
+            jobs=jobs,
+            folds=folds,
+            sample=sample,
+            seed=seed,
+            on_step=lambda done, total: bar.update(task, completed=done, total=total),
+        )
     card = write(result, out)
     console = Console(file=sys.stdout, width=120)
     console.print(report_table(card))

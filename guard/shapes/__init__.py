@@ -6,5 +6,17 @@ from guard.shapes.shapes import shape_text
 from guard.shapes.text import split_sentences
 from guard.shapes.validate import SentenceResult, ShapeReport, validate_template
 
-__all__ = ["Grammar", "Shape", "load_grammar", "list_domains", "validate_template", "SentenceResult",
-           "ShapeReport", "split_sentences", "shape_text", "export", "to_lark", "to_regex"]
+__all__ = [
+    "Grammar",
+    "Shape",
+    "load_grammar",
+    "list_domains",
+    "validate_template",
+    "SentenceResult",
+    "ShapeReport",
+    "split_sentences",
+    "shape_text",
+    "export",
+    "to_lark",
+    "to_regex",
+]

@@ -154,13 +154,16 @@ def rewrite_source(text: str, where: str) -> str:
             if not lit.startswith('"'):
                 return lit
             if m.group(1):
-                raise GrammarError(f"{where}:{lineno}: case-insensitive literal {lit} is not allowed; "
-                                   "write each spelling out", location=f"{where}:{lineno}")
+                raise GrammarError(
+                    f"{where}:{lineno}: case-insensitive literal {lit} is not allowed; write each spelling out",
+                    location=f"{where}:{lineno}",
+                )
             body = lit[1:-1].replace('\\"', '"').replace("\\\\", "\\")
             toks = literal_tokens(body)
             if not toks:
-                raise GrammarError(f"{where}:{lineno}: literal {lit} must be words and , . ; : ! ? only",
-                                   location=f"{where}:{lineno}")
+                raise GrammarError(
+                    f"{where}:{lineno}: literal {lit} must be words and , . ; : ! ? only", location=f"{where}:{lineno}"
+                )
             quoted = " ".join('"' + t + '"' for t in toks)
             return quoted if len(toks) == 1 else f"({quoted})"
 
@@ -202,25 +205,33 @@ def _compile(domain: str, path: Path, dirs: list[Path], parser: str) -> Grammar:
     source = rewrite_source(path.read_text(encoding="utf-8"), path.name)
     source += "\n%import core (" + ", ".join(SLOT_TERMINALS.values()) + ")\n"
     try:
-        lk = lark.Lark(source, start=START, parser=parser, lexer=_TokenListLexer, import_paths=[loader],
-                       source_path=str(path))
+        lk = lark.Lark(
+            source, start=START, parser=parser, lexer=_TokenListLexer, import_paths=[loader], source_path=str(path)
+        )
     except GrammarError:
         raise
     except (lark.exceptions.LarkError, OSError, KeyError, AssertionError) as exc:
         msg = str(exc).strip().splitlines()
         hint = ""
         if "Collision" in str(exc) or "collision" in str(exc):
-            hint = ("; two rules take the same words here: merge shapes that accept the same sentence, and "
-                    "write shared helper rules inline as (a | b) groups")
-        raise GrammarError(f"grammar {path.name} could not be compiled: {' '.join(m.strip() for m in msg[:6])}"
-                           f"{hint}", location=str(path)) from None
+            hint = (
+                "; two rules take the same words here: merge shapes that accept the same sentence, and "
+                "write shared helper rules inline as (a | b) groups"
+            )
+        raise GrammarError(
+            f"grammar {path.name} could not be compiled: {' '.join(m.strip() for m in msg[:6])}{hint}",
+            location=str(path),
+        ) from None
     terminals: dict[str, Sym] = {}
     vocabulary: dict[str, str] = {}
     for t in lk.terminals:
         sym = _sym_of(t)
         if sym is None:
-            raise GrammarError(f"{path.name}: terminal {t.name} must be a single word or punctuation literal, "
-                               "or a slot terminal such as DATE_SLOT", location=str(path))
+            raise GrammarError(
+                f"{path.name}: terminal {t.name} must be a single word or punctuation literal, "
+                "or a slot terminal such as DATE_SLOT",
+                location=str(path),
+            )
         terminals[t.name] = sym
         if sym[0] != "slot":
             vocabulary[sym[1]] = t.name
@@ -236,8 +247,11 @@ def _shapes(lk: lark.Lark, terminals: dict[str, Sym], path: Path) -> dict[str, S
     names: list[str] = []
     for exp in rules.get(START, []):
         if len(exp) != 1 or exp[0].is_term:
-            raise GrammarError(f"{path.name}: every alternative of '{START}' must be one shape rule, "
-                               f"not {' '.join(s.name for s in exp) or 'nothing'}", location=str(path))
+            raise GrammarError(
+                f"{path.name}: every alternative of '{START}' must be one shape rule, "
+                f"not {' '.join(s.name for s in exp) or 'nothing'}",
+                location=str(path),
+            )
         names.append(exp[0].name)
     memo: dict[str, list[tuple[Sym, ...]]] = {}
 
@@ -245,17 +259,22 @@ def _shapes(lk: lark.Lark, terminals: dict[str, Sym], path: Path) -> dict[str, S
         if name in memo:
             return memo[name]
         if name in stack:
-            raise GrammarError(f"{path.name}: rule {name} is recursive; approved shapes must be a finite "
-                               "set of sentences (no * or + repetition)", location=str(path))
+            raise GrammarError(
+                f"{path.name}: rule {name} is recursive; approved shapes must be a finite "
+                "set of sentences (no * or + repetition)",
+                location=str(path),
+            )
         out: list[tuple[Sym, ...]] = []
         for exp in rules[name]:
             parts = [[(terminals[s.name],)] if s.is_term else variants(s.name, stack + (name,)) for s in exp]
             for combo in product(*parts):
                 out.append(tuple(sym for piece in combo for sym in piece))
                 if len(out) > MAX_VARIANTS:
-                    raise GrammarError(f"{path.name}: rule {stack[0] if stack else name} has more than "
-                                       f"{MAX_VARIANTS} variants; split it into several shapes",
-                                       location=str(path))
+                    raise GrammarError(
+                        f"{path.name}: rule {stack[0] if stack else name} has more than "
+                        f"{MAX_VARIANTS} variants; split it into several shapes",
+                        location=str(path),
+                    )
         memo[name] = list(dict.fromkeys(out))
         return memo[name]
 
@@ -333,5 +352,16 @@ def clear_cache() -> None:
         _CACHE.clear()
 
 
-__all__ = ["Grammar", "Shape", "Sym", "SLOT_TYPES", "SLOT_TERMINALS", "load_grammar", "list_domains",
-           "grammar_dirs", "rewrite_source", "render_sym", "clear_cache"]
+__all__ = [
+    "Grammar",
+    "Shape",
+    "Sym",
+    "SLOT_TYPES",
+    "SLOT_TERMINALS",
+    "load_grammar",
+    "list_domains",
+    "grammar_dirs",
+    "rewrite_source",
+    "render_sym",
+    "clear_cache",
+]

@@ -68,9 +68,9 @@ def factor(seqs: Iterable[Marked]) -> Node:
     rem = [s[p:] for s in rest]
     q = _common_suffix(rem)
     if p or q:
-        mid = [s[:len(s) - q] for s in rem]
+        mid = [s[: len(s) - q] for s in rem]
         head = tuple(Tok(s, f) for s, f in rest[0][:p])
-        tail = tuple(Tok(s, f) for s, f in rest[0][len(rest[0]) - q:]) if q else ()
+        tail = tuple(Tok(s, f) for s, f in rest[0][len(rest[0]) - q :]) if q else ()
         return _seq(head + (factor(mid),) + tail)
     prod = _product(rest)
     if prod is not None:
@@ -85,12 +85,14 @@ def _product(rest: list[Marked]) -> Node | None:
     """``(a | b) (c | d)`` when the set is every head with every tail, split at a shared token or before the last."""
     common = set(rest[0]).intersection(*rest[1:])
     splits: list[Callable[[Marked], int]] = [
-        (lambda s, p=pivot: s.index(p)) for pivot in rest[0] if pivot in common  # type: ignore[misc]
+        (lambda s, p=pivot: s.index(p))
+        for pivot in rest[0]
+        if pivot in common  # type: ignore[misc]
     ]
     splits.append(lambda s: len(s) - 1)
     for at in splits:
-        heads = list(dict.fromkeys(s[:at(s)] for s in rest))
-        tails = list(dict.fromkeys(s[at(s):] for s in rest))
+        heads = list(dict.fromkeys(s[: at(s)] for s in rest))
+        tails = list(dict.fromkeys(s[at(s) :] for s in rest))
         if len(heads) > 1 and len(tails) > 1 and len(heads) * len(tails) == len(rest):
             return _seq((factor(heads), factor(tails)))
     return None
@@ -167,8 +169,13 @@ def shape_text(shape: Shape) -> str:
     return readable(factor(mark(shape.variants)))
 
 
-def render(node: Node, tok: Callable[[Tok], str], alt: Callable[[list[str]], str],
-           opt: Callable[[str], str], seq: Callable[[list[str]], str]) -> str:
+def render(
+    node: Node,
+    tok: Callable[[Tok], str],
+    alt: Callable[[list[str]], str],
+    opt: Callable[[str], str],
+    seq: Callable[[list[str]], str],
+) -> str:
     """Fold a tree into a string with one function per node kind (regex and Lark exports use it)."""
     if isinstance(node, Tok):
         return tok(node)
@@ -258,5 +265,20 @@ def nearest_shapes(grammar: Grammar, syms: Sequence[Sym], k: int = 3) -> list[Ne
     return [Nearest(name, readable_tokens(v), d) for name, (d, _order, v) in top]
 
 
-__all__ = ["Tok", "Seq", "Alt", "Opt", "Node", "mark", "factor", "readable", "readable_tokens", "shape_text",
-           "render", "edit_distance", "nearest_shapes", "Nearest", "sym_text"]
+__all__ = [
+    "Tok",
+    "Seq",
+    "Alt",
+    "Opt",
+    "Node",
+    "mark",
+    "factor",
+    "readable",
+    "readable_tokens",
+    "shape_text",
+    "render",
+    "edit_distance",
+    "nearest_shapes",
+    "Nearest",
+    "sym_text",
+]

@@ -65,7 +65,7 @@ def split_sentences(template: str) -> list[Sentence]:
     out: list[Sentence] = []
     pos = begin
     for m in _BOUNDARY.finditer(template, begin, stop):
-        out.append(Sentence(len(out), pos, m.start(), template[pos:m.start()]))
+        out.append(Sentence(len(out), pos, m.start(), template[pos : m.start()]))
         pos = m.end()
     out.append(Sentence(len(out), pos, stop, template[pos:stop]))
     return out
@@ -110,7 +110,7 @@ def _gaps(template: str, toks: Sequence[Tok]) -> list[Gap]:
     for prev, tok in pairwise(toks):
         if "other" in (prev.kind, tok.kind):
             continue
-        gap = template[prev.end:tok.start]
+        gap = template[prev.end : tok.start]
         want = "" if tok.kind == "punct" else " "
         if gap == want:
             continue

@@ -41,8 +41,18 @@ def load(domain: str, base: Path = GRAMMARS) -> list[Example]:
             if isinstance(item, str):
                 item = {"text": item}
             slots = {**common, **(item.get("slots") or {})}
-            out.append(Example(domain, accept, item["text"], slots, tuple(item.get("shapes") or ()),
-                               tuple(item.get("codes") or ()), item.get("why", ""), i))
+            out.append(
+                Example(
+                    domain,
+                    accept,
+                    item["text"],
+                    slots,
+                    tuple(item.get("shapes") or ()),
+                    tuple(item.get("codes") or ()),
+                    item.get("why", ""),
+                    i,
+                )
+            )
     return out
 
 

@@ -16,8 +16,10 @@ RUN_TOGETHER = "Yourorder{order_id}shippedon{ship_date}."
 
 
 def test_a_whitespace_ignoring_grammar_would_accept_run_together_words() -> None:
-    naive = lark.Lark('start: "Your" "order" SLOT "shipped" "on" SLOT "."\nSLOT: /\\{[a-z_]+\\}/\n'
-                      '%import common.WS\n%ignore WS', parser="lalr")
+    naive = lark.Lark(
+        'start: "Your" "order" SLOT "shipped" "on" SLOT "."\nSLOT: /\\{[a-z_]+\\}/\n%import common.WS\n%ignore WS',
+        parser="lalr",
+    )
     naive.parse(RUN_TOGETHER)
     r = lint(RUN_TOGETHER, domain="orders", slot_types=TYPES)
     assert not r.ok and {"S201", "S204"} <= {f.code for f in r.findings}
@@ -28,7 +30,7 @@ def test_missing_space_after_full_stop_fails() -> None:
     t = "Your order {order_id} shipped on {ship_date}.It contains {item_count} items."
     r = lint(t, domain="orders", slot_types=TYPES)
     assert not r.ok
-    assert any(f.code == "S204" and t[f.start:f.end] == ".It" for f in r.findings)
+    assert any(f.code == "S204" and t[f.start : f.end] == ".It" for f in r.findings)
 
 
 ACCEPTS = [e for d in ("orders", "billing", "account") for e in load(d) if e.accept]
@@ -42,6 +44,6 @@ def test_every_space_matters(example) -> None:
     for i, c in enumerate(text):
         if c != " ":
             continue
-        for bad in (text[:i] + text[i + 1:], text[:i] + "  " + text[i + 1:]):
+        for bad in (text[:i] + text[i + 1 :], text[:i] + "  " + text[i + 1 :]):
             assert not lint(bad, domain=example.domain, slot_types=example.slots).ok, bad
             assert pattern.fullmatch(bad) is None, bad

@@ -15,8 +15,9 @@ from guard.cli import grammars as grammars_cli
 from guard.cli import lint as lint_cli
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED = ("Your order {order_id} shipped on {ship_date} and is expected to arrive on {eta}. "
-        "It contains {item_count} items.\n")
+SEED = (
+    "Your order {order_id} shipped on {ship_date} and is expected to arrive on {eta}. It contains {item_count} items.\n"
+)
 SEED_TYPES = "order_id: identifier\nship_date: date\neta: date\nitem_count: integer\n"
 BAD = "Hi {name},\nYour order {order_id} shipped on {total}. This is unusual for orders of this size.\n"
 
@@ -57,8 +58,20 @@ def test_clean_file_exits_0(run, tree: Path) -> None:
 def test_slot_types_from_command_line(run, tmp_path: Path) -> None:
     (tmp_path / "t.txt").write_text(SEED)
     assert run("lint", tmp_path / "t.txt", "-d", "orders").exit_code == 1
-    r = run("lint", tmp_path / "t.txt", "-d", "orders", "-s", "order_id=identifier", "-s", "ship_date=date",
-            "-s", "eta=date", "-s", "item_count=integer")
+    r = run(
+        "lint",
+        tmp_path / "t.txt",
+        "-d",
+        "orders",
+        "-s",
+        "order_id=identifier",
+        "-s",
+        "ship_date=date",
+        "-s",
+        "eta=date",
+        "-s",
+        "item_count=integer",
+    )
     assert r.exit_code == 0, r.output
 
 
@@ -82,7 +95,9 @@ def test_json_format(run, tree: Path) -> None:
     assert doc["ok"] is False and doc["summary"]["files"] == 2
     by = {Path(f["path"]).name: f for f in doc["files"]}
     assert by["good.txt"]["ok"] and [s["shape"] for s in by["good.txt"]["sentences"]] == [
-        "order_shipped_with_eta", "order_contains"]
+        "order_shipped_with_eta",
+        "order_contains",
+    ]
     codes = [f["code"] for f in by["bad.txt"]["findings"]]
     assert codes == ["S202", "S201", "T301"]  # the shipped classifier flags "unusual for orders of this size"
     f = by["bad.txt"]["findings"][0]
@@ -122,13 +137,24 @@ def test_sarif_format(run, tree: Path) -> None:
 
 
 def test_payload_file_points_into_the_json(run, tmp_path: Path) -> None:
-    claims = [{"key": "order_id", "type": "identifier", "entity": "order", "entity_id": "o1", "field": "id",
-               "value": "o1"},
-              {"key": "ship_date", "type": "date", "entity": "order", "entity_id": "o1", "field": "shipped",
-               "value": "2024-05-01"}]
-    text = json.dumps({"claims": claims, "answer_template":
-                       "Your order {order_id} shipped on {ship_date}.\nIt is unusually quick \u2014 nice."},
-                      indent=1)
+    claims = [
+        {"key": "order_id", "type": "identifier", "entity": "order", "entity_id": "o1", "field": "id", "value": "o1"},
+        {
+            "key": "ship_date",
+            "type": "date",
+            "entity": "order",
+            "entity_id": "o1",
+            "field": "shipped",
+            "value": "2024-05-01",
+        },
+    ]
+    text = json.dumps(
+        {
+            "claims": claims,
+            "answer_template": "Your order {order_id} shipped on {ship_date}.\nIt is unusually quick \u2014 nice.",
+        },
+        indent=1,
+    )
     p = tmp_path / "payload.json"
     p.write_text(text)
     r = run("lint", p, "-d", "orders", "-f", "sarif")
@@ -158,8 +184,9 @@ def test_usage_and_input_errors_exit_2(run, tree: Path, tmp_path: Path) -> None:
 
 
 def test_user_grammar_dir(run, tmp_path: Path) -> None:
-    (tmp_path / "travel.lark").write_text('%import core (sign_off)\nsentence: booked | sign_off\n'
-                                          'booked: "Your booking" IDENTIFIER_SLOT "is confirmed."\n')
+    (tmp_path / "travel.lark").write_text(
+        '%import core (sign_off)\nsentence: booked | sign_off\nbooked: "Your booking" IDENTIFIER_SLOT "is confirmed."\n'
+    )
     (tmp_path / "t.txt").write_text("Your booking {ref} is confirmed.\n")
     r = run("lint", tmp_path / "t.txt", "-d", "travel", "--grammar-dir", tmp_path, "-s", "ref=identifier")
     assert r.exit_code == 0, r.output
@@ -208,4 +235,4 @@ def test_json_string_offsets_map_every_character(s: str, ascii_only: bool, inden
     offs = json_string_offsets(text, "answer_template")
     assert offs is not None and len(offs) == len(s) + 1
     for i, ch in enumerate(s):
-        assert json.loads('"' + text[offs[i]:offs[i + 1]] + '"') == ch
+        assert json.loads('"' + text[offs[i] : offs[i + 1]] + '"') == ch

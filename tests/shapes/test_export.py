@@ -141,11 +141,11 @@ def test_mutated_answers_get_the_same_verdict_from_lint_and_regex(answer, data) 
     op = data.draw(st.sampled_from(["delete", "insert", "replace"]))
     ch = data.draw(st.sampled_from(list(" \n\t.,!?{}xA_") + ["order", "the", "{date_a}"]))
     if op == "delete":
-        bad = text[:i] + text[i + 1:]
+        bad = text[:i] + text[i + 1 :]
     elif op == "insert":
         bad = text[:i] + ch + text[i:]
     else:
-        bad = text[:i] + ch + text[i + 1:]
+        bad = text[:i] + ch + text[i + 1 :]
     ok = lint(bad, domain=domain, slot_types=TYPES).ok
     assert ok == (_pattern(domain).fullmatch(bad.strip()) is not None), repr(bad)
     assert _llguidance_accepts(domain, bad.strip()) in (ok, None), repr(bad)

@@ -12,11 +12,11 @@ from guard.linting import lint
 from guard.shapes import list_domains, load_grammar
 from guard.shapes.library import clear_cache, rewrite_source
 
-USER = '''
+USER = """
 %import core (greeting, sign_off)
 sentence: booking_confirmed | greeting | sign_off
 booking_confirmed: "Your booking" IDENTIFIER_SLOT "is confirmed for" DATE_SLOT "."
-'''
+"""
 
 
 def _write(d: Path, name: str, text: str) -> Path:
@@ -30,11 +30,19 @@ def test_user_domain_imports_core(tmp_path: Path) -> None:
     assert "travel" in list_domains(tmp_path) and "orders" in list_domains(tmp_path)
     g = load_grammar("travel", grammar_dir=tmp_path)
     assert set(g.shapes) == {"booking_confirmed", "greeting", "sign_off"}
-    r = lint("Hi {name},\nYour booking {ref} is confirmed for {day}.", domain="travel", grammar_dir=tmp_path,
-             slot_types={"name": "string", "ref": "identifier", "day": "date"})
+    r = lint(
+        "Hi {name},\nYour booking {ref} is confirmed for {day}.",
+        domain="travel",
+        grammar_dir=tmp_path,
+        slot_types={"name": "string", "ref": "identifier", "day": "date"},
+    )
     assert r.ok and r.shapes == ["greeting", "booking_confirmed"]
-    r = lint("Your booking {ref} is confirmed for {day}.", domain="travel", grammar_dir=str(tmp_path),
-             slot_types={"ref": "identifier", "day": "money"})
+    r = lint(
+        "Your booking {ref} is confirmed for {day}.",
+        domain="travel",
+        grammar_dir=str(tmp_path),
+        slot_types={"ref": "identifier", "day": "money"},
+    )
     assert [f.code for f in r.findings] == ["S202"]
 
 
@@ -52,8 +60,10 @@ def test_compiled_once_and_rebuilt_when_the_file_changes(tmp_path: Path, monkeyp
     first = load_grammar("travel", grammar_dir=tmp_path)
     assert load_grammar("travel", grammar_dir=tmp_path) is first
     p.write_text(USER + 'booking_cancelled: "Your booking" IDENTIFIER_SLOT "was cancelled."\n', encoding="utf-8")
-    p.write_text(p.read_text().replace("sentence: booking_confirmed", "sentence: booking_confirmed | "
-                                                                       "booking_cancelled"), encoding="utf-8")
+    p.write_text(
+        p.read_text().replace("sentence: booking_confirmed", "sentence: booking_confirmed | booking_cancelled"),
+        encoding="utf-8",
+    )
     os.utime(p, ns=(1, 1))
     second = load_grammar("travel", grammar_dir=tmp_path)
     assert second is not first and "booking_cancelled" in second.shapes
@@ -66,18 +76,21 @@ def test_earley_parser_gives_the_same_shapes() -> None:
     assert lalr.shapes.keys() == earley.shapes.keys()
 
 
-@pytest.mark.parametrize(("body", "needle"), [
-    ('sentence: a\na: "Hi" a "."', "recursive"),
-    ('sentence: a\na: ("Hi" "there")* "."', "recursive"),
-    ('sentence: a "."\na: "Hi"', "one shape rule"),
-    ('sentence: a\na: "Hi" "there"', "must end with"),
-    ('sentence: a\na: "Hi." "there."', "before its end"),
-    ('sentence: a\na: "Cost $5."', "words and"),
-    ('sentence: a\na: "hi"i "."', "case-insensitive"),
-    ('sentence: a\na: WORD "."\nWORD: /[a-z]+/', "terminal WORD"),
-    ('sentence: a | b\na: "Hi" "."\nb: "Hi" "."', "could not be compiled"),
-    ('sentence: a\na: "Hi" nothing "."', "could not be compiled"),
-])
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ('sentence: a\na: "Hi" a "."', "recursive"),
+        ('sentence: a\na: ("Hi" "there")* "."', "recursive"),
+        ('sentence: a "."\na: "Hi"', "one shape rule"),
+        ('sentence: a\na: "Hi" "there"', "must end with"),
+        ('sentence: a\na: "Hi." "there."', "before its end"),
+        ('sentence: a\na: "Cost $5."', "words and"),
+        ('sentence: a\na: "hi"i "."', "case-insensitive"),
+        ('sentence: a\na: WORD "."\nWORD: /[a-z]+/', "terminal WORD"),
+        ('sentence: a | b\na: "Hi" "."\nb: "Hi" "."', "could not be compiled"),
+        ('sentence: a\na: "Hi" nothing "."', "could not be compiled"),
+    ],
+)
 def test_bad_grammars_raise_grammar_error(tmp_path: Path, body: str, needle: str) -> None:
     _write(tmp_path, "bad", body)
     with pytest.raises(GrammarError) as err:

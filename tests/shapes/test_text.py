@@ -40,9 +40,9 @@ def test_sentences_cover_the_template_in_order(text: str) -> None:
     assert [s.index for s in sents] == list(range(len(sents)))
     pos = 0
     for s in sents:
-        assert text[s.start:s.end] == s.text
+        assert text[s.start : s.end] == s.text
         assert s.text and s.text == s.text.strip()
-        gap = text[pos:s.start]
+        gap = text[pos : s.start]
         assert gap.strip() == ""
         pos = s.end
     assert text[pos:].strip() == ""
@@ -56,7 +56,7 @@ def test_tokens_cover_every_visible_character(text: str) -> None:
         for a, b in pairwise(toks):
             assert a.end <= b.start
         for t in toks:
-            assert text[t.start:t.end] == t.text
+            assert text[t.start : t.end] == t.text
     visible = "".join(t.text for toks, _ in _lex(text) for t in toks)
     assert visible == "".join(text.split())
 
@@ -79,7 +79,7 @@ def test_any_spacing_change_inside_a_sentence_is_a_gap_or_a_new_word(tokens: lis
     spaces = [i for i, c in enumerate(text) if c == " "]
     i = data.draw(st.sampled_from(spaces))
     change = data.draw(st.sampled_from(["", "  ", "\t", "\n", " \n"]))
-    bad = text[:i] + change + text[i + 1:]
+    bad = text[:i] + change + text[i + 1 :]
     lexed = _lex(bad)
     merged = [t.text for toks, _ in lexed for t in toks] != tokens
     assert merged or any(gaps for _, gaps in lexed)
