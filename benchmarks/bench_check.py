@@ -27,15 +27,15 @@ import time
 from pathlib import Path
 
 import sqlalchemy as sa
-
 from _common import options, paired_ratio, rounds
+
 from guard import demo
-from guard.records.checker import check
-from guard.records.types import matches, normalise_stored
 from guard.decision import decide
 from guard.payload import load_payload
+from guard.records.checker import check
 from guard.records.policy import load_policy
 from guard.records.store import RecordStore
+from guard.records.types import matches, normalise_stored
 
 POOL = 64
 
@@ -57,18 +57,34 @@ def main() -> None:
         truth = dict(raw.execute("SELECT id, line_count FROM orders"))
     ids = list(truth)
 
-    print(f"{'claims':>6} {'guard/s':>10} {'naive/s':>10} {'floor/s':>10} {'floor-2/s':>10} {'guard/naive':>18} "
-          f"{'floor/guard':>20} {'floor-2/guard':>20}")
+    print(
+        f"{'claims':>6} {'guard/s':>10} {'naive/s':>10} {'floor/s':>10} {'floor-2/s':>10} {'guard/naive':>18} "
+        f"{'floor/guard':>20} {'floor-2/guard':>20}"
+    )
     table = sa.Table("orders", sa.MetaData(), autoload_with=store.engine)
     conn = sqlite3.connect(path, check_same_thread=False)
     for n, pool in ((1, POOL), (10, POOL), (50, POOL), (50, 1)):
         payloads = []
         for _ in range(pool):
             chosen = rng.sample(ids, n)
-            payloads.append(load_payload({
-                "answer_template": " ".join(f"{{k{i}}}" for i in range(n)),
-                "claims": [{"key": f"k{i}", "type": "integer", "entity": "order", "entity_id": oid,
-                            "field": "line_count", "value": truth[oid]} for i, oid in enumerate(chosen)]}))
+            payloads.append(
+                load_payload(
+                    {
+                        "answer_template": " ".join(f"{{k{i}}}" for i in range(n)),
+                        "claims": [
+                            {
+                                "key": f"k{i}",
+                                "type": "integer",
+                                "entity": "order",
+                                "entity_id": oid,
+                                "field": "line_count",
+                                "value": truth[oid],
+                            }
+                            for i, oid in enumerate(chosen)
+                        ],
+                    }
+                )
+            )
         turn = itertools.cycle(payloads).__next__
         id_lists = [[c.entity_id for c in p.claims] for p in payloads]
         next_ids = itertools.cycle(id_lists).__next__
@@ -96,13 +112,16 @@ def main() -> None:
         def floor2() -> None:
             assert len(conn.execute(sql2, next_ids()).fetchall()) == n
 
-        got = rounds({"naive": naive, "guard": guard_check, "floor": floor, "floor2": floor2}, args.seconds,
-                     args.rounds)
+        got = rounds(
+            {"naive": naive, "guard": guard_check, "floor": floor, "floor2": floor2}, args.seconds, args.rounds
+        )
         g, nv, fl, fl2 = (max(got[k]) for k in ("guard", "naive", "floor", "floor2"))
         label = f"{n}" if pool > 1 else f"{n}*"
-        print(f"{label:>6} {g:>10.0f} {nv:>10.0f} {fl:>10.0f} {fl2:>10.0f} "
-              f"{_ratio(got['guard'], got['naive'], 1):>18} {_ratio(got['floor'], got['guard'], 2):>20} "
-              f"{_ratio(got['floor2'], got['guard'], 2):>20}")
+        print(
+            f"{label:>6} {g:>10.0f} {nv:>10.0f} {fl:>10.0f} {fl2:>10.0f} "
+            f"{_ratio(got['guard'], got['naive'], 1):>18} {_ratio(got['floor'], got['guard'], 2):>20} "
+            f"{_ratio(got['floor2'], got['guard'], 2):>20}"
+        )
     conn.close()
     print("* one payload checked over and over: its rows stay in SQLite's page cache, the floor's best case")
 

@@ -58,7 +58,9 @@ def rates(fn, n: int) -> tuple[float, float]:
 
 
 def run_py(code: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -85,8 +87,11 @@ def main() -> None:
     unique = corpus_texts()
     texts = distinct_sentences(unique, args.sentences)
     n = len(texts)
-    print(f"{n} distinct sentences (from {len(unique)} corpus sentences); best of {args.repeat} passes; cores: {os.cpu_count()}; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{n} distinct sentences (from {len(unique)} corpus sentences); best of {args.repeat} passes; cores: "
+        f"{os.cpu_count()}; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
 
     # -- in process, warm ------------------------------------------------------------
     t0 = time.perf_counter()
@@ -101,7 +106,7 @@ def main() -> None:
         for _ in nlp.tokenizer.pipe(texts):
             pass
 
-    small = [texts[i:i + 5] for i in range(0, min(n, 4000), 5)]
+    small = [texts[i : i + 5] for i in range(0, min(n, 4000), 5)]
 
     def predict_small():
         for batch in small:
@@ -114,10 +119,11 @@ def main() -> None:
         runs["predict"].append(rates(lambda: clf.predict(texts), n))
         runs["small"].append(rates(predict_small, sum(map(len, small))))
     (tok, tok_cpu), (proba, proba_cpu), (pred, pred_cpu), (small_r, small_cpu) = (
-        (max(r[0] for r in runs[k]), max(r[1] for r in runs[k])) for k in ("tok", "proba", "predict", "small"))
+        (max(r[0] for r in runs[k]), max(r[1] for r in runs[k])) for k in ("tok", "proba", "predict", "small")
+    )
 
     # -- a fresh process, first pass over distinct sentences ---------------------------
-    cold = run_py(f"""
+    cold = run_py("""
         import json, time, spacy
         from guard.freetext import load
         texts = [json.loads(l)["text"] for f in sorted(__import__("pathlib").Path("corpora").glob("*.jsonl"))
@@ -127,27 +133,35 @@ def main() -> None:
         tok = len(texts) / (time.perf_counter() - t)
         clf = load(); clf.predict(["warm up the spaCy pipeline"]); t = time.perf_counter()
         clf.predict(texts)
-        print(json.dumps({{"tok": tok, "predict": len(texts) / (time.perf_counter() - t), "n": len(texts)}}))
+        print(json.dumps({"tok": tok, "predict": len(texts) / (time.perf_counter() - t), "n": len(texts)}))
     """)
 
     # -- load time in a fresh process ------------------------------------------------------
-    loads = [run_py("""
+    loads = [
+        run_py("""
         import json, time
         t0 = time.perf_counter()
         from guard.freetext import load
         t1 = time.perf_counter(); clf = load(); t2 = time.perf_counter()
         clf.predict(["It arrived faster than usual."]); t3 = time.perf_counter()
         print(json.dumps({"import": t1 - t0, "load": t2 - t1, "first_predict": t3 - t2}))
-    """) for _ in range(3)]
+    """)
+        for _ in range(3)
+    ]
     fresh = {k: min(x[k] for x in loads) for k in loads[0]}
 
     # -- guard classify vs a tokenize-only process -------------------------------------------
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "sentences.txt"
         src.write_text("\n".join(texts) + "\n", encoding="utf-8")
-        tok_cmd = [sys.executable, "-c", "import sys, spacy; nlp = spacy.blank('en'); "
-                   "lines = open(sys.argv[1], encoding='utf-8').read().splitlines(); "
-                   "[None for _ in nlp.tokenizer.pipe(lines)]", str(src)]
+        tok_cmd = [
+            sys.executable,
+            "-c",
+            "import sys, spacy; nlp = spacy.blank('en'); "
+            "lines = open(sys.argv[1], encoding='utf-8').read().splitlines(); "
+            "[None for _ in nlp.tokenizer.pipe(lines)]",
+            str(src),
+        ]
         guard_cmd = [sys.executable, "-m", "guard.cli.main", "classify", str(src), "--format", "jsonl"]
         reps = max(2, args.repeat // 2)
         tok_wall, cli_wall = wall(tok_cmd, reps), wall(guard_cmd, reps)
@@ -155,15 +169,32 @@ def main() -> None:
     size = default_model_path().stat().st_size
     rows = [
         ("spaCy blank tokenizer alone (floor), wall", f"{tok:,.0f}/s", f"CPU time: {tok_cpu:,.0f}/s"),
-        ("predict_proba (labels + scores), wall", f"{proba:,.0f}/s",
-         f"{tok / proba:.2f}x floor time; CPU time: {proba_cpu:,.0f}/s, {tok_cpu / proba_cpu:.2f}x floor"),
-        ("predict (labels + scores + spans), wall", f"{pred:,.0f}/s",
-         f"{tok / pred:.2f}x floor time; CPU time: {pred_cpu:,.0f}/s, {tok_cpu / pred_cpu:.2f}x floor"),
-        ("predict, batches of 5 (the lint stage), wall", f"{small_r:,.0f}/s",
-         f"{tok / small_r:.2f}x floor time; CPU time: {small_cpu:,.0f}/s, {tok_cpu / small_cpu:.2f}x floor"),
+        (
+            "predict_proba (labels + scores), wall",
+            f"{proba:,.0f}/s",
+            f"{tok / proba:.2f}x floor time; CPU time: {proba_cpu:,.0f}/s, {tok_cpu / proba_cpu:.2f}x floor",
+        ),
+        (
+            "predict (labels + scores + spans), wall",
+            f"{pred:,.0f}/s",
+            f"{tok / pred:.2f}x floor time; CPU time: {pred_cpu:,.0f}/s, {tok_cpu / pred_cpu:.2f}x floor",
+        ),
+        (
+            "predict, batches of 5 (the lint stage), wall",
+            f"{small_r:,.0f}/s",
+            f"{tok / small_r:.2f}x floor time; CPU time: {small_cpu:,.0f}/s, {tok_cpu / small_cpu:.2f}x floor",
+        ),
         (f"cold process, first pass over {cold['n']} distinct: tokenizer", f"{cold['tok']:,.0f}/s", ""),
-        ("cold process, first pass: predict", f"{cold['predict']:,.0f}/s", f"{cold['tok'] / cold['predict']:.2f}x floor time"),
-        (f"guard classify, {n} lines, wall", f"{cli_wall:.2f} s", f"{cli_wall / tok_wall:.2f}x the tokenize-only process ({tok_wall:.2f} s)"),
+        (
+            "cold process, first pass: predict",
+            f"{cold['predict']:,.0f}/s",
+            f"{cold['tok'] / cold['predict']:.2f}x floor time",
+        ),
+        (
+            f"guard classify, {n} lines, wall",
+            f"{cli_wall:.2f} s",
+            f"{cli_wall / tok_wall:.2f}x the tokenize-only process ({tok_wall:.2f} s)",
+        ),
         ("load() in process", f"{load_s * 1000:.0f} ms", ""),
         ("fresh process: import guard.freetext", f"{fresh['import'] * 1000:.0f} ms", ""),
         ("fresh process: load()", f"{fresh['load'] * 1000:.0f} ms", ""),

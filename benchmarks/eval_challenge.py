@@ -58,9 +58,8 @@ def main() -> int:
                     continue
                 console.print(f"\n[bold]{kind} {lab}[/] ({len(rows)})")
                 for r in rows:
-                    patterns = ",".join(r["patterns"]) or "-"
                     console.print(
-                        f"  {r['score']:.2f} [{r['domain']}] {r['text']}  patterns={patterns}",
+                        f"  {r['score']:.2f} [{r['domain']}] {r['text']}  patterns={','.join(r['patterns']) or '-'}",
                         markup=False,
                         highlight=False,
                     )

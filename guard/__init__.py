@@ -8,6 +8,7 @@ module that happens to define it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from typing import Any
 
@@ -60,10 +61,8 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'guard' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
-    try:
+    with contextlib.suppress(AttributeError, TypeError):
         value.__module__ = "guard"
-    except (AttributeError, TypeError):
-        pass
     globals()[name] = value
     return value
 

@@ -14,10 +14,11 @@ import gzip
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from guard.errors import GuardError, PayloadError
 
@@ -103,18 +104,17 @@ def _judge(settings: AuditSettings, item: Item) -> dict[str, Any]:
     out: dict[str, Any] = {"source": item.source, "index": item.index, "kind": item.kind}
     try:
         if item.kind == "template":
-            from guard.linting import run_stages, LintContext
-
-            res = run_stages(LintContext(item.body, settings.domain or "", dict(item.slot_types or {}), None),
-                             gate.stages)
+            res = gate.lint_template(item.body, dict(item.slot_types or {}))
             out.update(ok=res.ok, findings=[f.code for f in res.findings])
             return out
         now = datetime.fromisoformat(settings.now) if settings.now else None
         principal = item.principal if item.principal is not None else settings.default_principal
         d = gate.run(item.body, principal=principal, now=now, request_id=f"audit:{item.source}:{item.index}")
-        out.update(action=d.action.value, findings=[f.code for f in d.findings],
-                   results=[{"key": r.key, "entity": r.entity, "field": r.field, "status": r.status.value}
-                            for r in d.results])
+        out.update(
+            action=d.action.value,
+            findings=[f.code for f in d.findings],
+            results=[{"key": r.key, "entity": r.entity, "field": r.field, "status": r.status.value} for r in d.results],
+        )
     except PayloadError as exc:
         out.update(action="invalid", error=str(exc).splitlines()[0])
     except GuardError as exc:
@@ -148,12 +148,23 @@ class AuditReport:
             for c in r.get("results", ()):
                 statuses[f"{c['entity']}.{c['field']}:{c['status']}"] += 1
         findings = Counter(code for r in self.records for code in r.get("findings", ()))
-        return {"items": len(self.records), "actions": dict(sorted(actions.items())),
-                "claims": dict(sorted(statuses.items())), "findings": dict(sorted(findings.items()))}
+        return {
+            "items": len(self.records),
+            "actions": dict(sorted(actions.items())),
+            "claims": dict(sorted(statuses.items())),
+            "findings": dict(sorted(findings.items())),
+        }
 
 
-def audit(paths: Iterable[str | Path], settings: AuditSettings, *, jobs: int = 1, dask: str | Any = None,
-          chunk_size: int = 200, progress: Any = None) -> AuditReport:
+def audit(
+    paths: Iterable[str | Path],
+    settings: AuditSettings,
+    *,
+    jobs: int = 1,
+    dask: str | Any = None,
+    chunk_size: int = 200,
+    progress: Any = None,
+) -> AuditReport:
     """Judge every item; ``jobs`` > 1 uses joblib processes, ``dask`` a scheduler address or Client."""
     chunks = _chunks(read_items(paths), chunk_size)
     report = AuditReport()

@@ -7,24 +7,25 @@ policy's labels and the database's ids; it never repeats the model's text.
 from __future__ import annotations
 
 import secrets
-from operator import itemgetter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from operator import itemgetter
 from typing import Any
 
-from guard.records.checker import ClaimResult, Status
 from guard.findings import Finding
-from guard.payload import Payload
-from guard.records.policy import Policy
-from guard.payload import substitute_in_order
+from guard.payload import Payload, substitute_in_order
+from guard.records.checker import ClaimResult, Status
 from guard.records.formatting import format_value, formatter, to_json
-
+from guard.records.policy import Policy
 
 _status = itemgetter(5)
 _CONFIRMED, _CONTRADICTED = Status.CONFIRMED, Status.CONTRADICTED
 
 
 class Action(str, Enum):
+    """What guard does with a payload."""
+
     ANSWER = "answer"
     REFUSE = "refuse"
     REGENERATE = "regenerate_from_facts"
@@ -47,6 +48,7 @@ class Decision:
     findings: tuple[Finding, ...] = ()
 
     def to_dict(self, include_values: bool = True) -> dict[str, Any]:
+        """The decision as JSON (``include_values=False`` leaves out claimed and stored values)."""
         d: dict[str, Any] = {"action": self.action.value, "request_id": self.request_id}
         if self.action is Action.ANSWER:
             d.update(text=self.text, citations=list(self.citations))
@@ -62,15 +64,22 @@ class Decision:
 
 
 def result_dict(r: ClaimResult, include_values: bool = True) -> dict[str, Any]:
-    d: dict[str, Any] = {"key": r.key, "entity": r.entity, "field": r.field, "type": r.type,
-                         "status": r.status.value, "citation": r.citation}
+    """One claim result as JSON."""
+    d: dict[str, Any] = {
+        "key": r.key,
+        "entity": r.entity,
+        "field": r.field,
+        "type": r.type,
+        "status": r.status.value,
+        "citation": r.citation,
+    }
     if r.reason:
         d["reason"] = r.reason
     if r.updated_at is not None:
         d["updated_at"] = r.updated_iso or r.updated_at.isoformat()
     if include_values:
         d["claimed"] = r.claimed
-        d["actual"] = to_json(r.actual)
+        d["actual"] = to_json(r.actual, r.type)
     return d
 
 
@@ -92,21 +101,31 @@ def refusal_sentence(r: ClaimResult, policy: Policy) -> str:
     if r.status is Status.NOT_FOUND:
         return f"There is no {what} on record for {subject}, so I have not given one."
     if r.status is Status.STALE:
-        return f"I could not verify the {what} for {subject} because the record is out of date, so I have not " \
-               "given one."
+        return (
+            f"I could not verify the {what} for {subject} because the record is out of date, so I have not given one."
+        )
     if r.status is Status.UNAVAILABLE:
-        return f"I could not verify the {what} for {subject} because the system of record could not be reached, " \
-               "so I have not given one."
+        return (
+            f"I could not verify the {what} for {subject} because the system of record could not be reached, "
+            "so I have not given one."
+        )
     if r.status is Status.NOT_CHECKABLE:
         return f"I am not able to check the {what} for the {noun} you asked about, so I have not given it."
     return f"I could not verify the {what} for {subject}, so I have not given one."
 
 
-def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
-           warnings: tuple[Finding, ...] | list[Finding] = (), request_id: str | None = None) -> Decision:
+def decide(
+    payload: Payload,
+    results: list[ClaimResult],
+    policy: Policy,
+    *,
+    warnings: tuple[Finding, ...] | list[Finding] = (),
+    request_id: str | None = None,
+    findings: tuple[Finding, ...] | list[Finding] = (),
+) -> Decision:
     """Answer when every claim is confirmed; regenerate when any is contradicted; otherwise refuse."""
     rid = request_id or secrets.token_hex(16)
-    common = dict(request_id=rid, results=tuple(results), warnings=tuple(warnings))
+    common = dict(request_id=rid, results=tuple(results), warnings=tuple(warnings), findings=tuple(findings))
     statuses = list(map(_status, results))
     if _CONTRADICTED in statuses:
         contradicted = [r for r in results if r.status is _CONTRADICTED]
@@ -115,9 +134,15 @@ def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
             if not r.resolved:
                 continue
             fp = policy.entities[r.entity].fields[r.field]
-            facts[r.key] = {"entity": r.entity, "entity_id": r.row_id, "field": r.field, "type": r.type,
-                            "value": to_json(r.actual), "text": format_value(r.actual, fp, policy),
-                            "citation": r.citation}
+            facts[r.key] = {
+                "entity": r.entity,
+                "entity_id": r.row_id,
+                "field": r.field,
+                "type": r.type,
+                "value": to_json(r.actual, r.type),
+                "text": format_value(r.actual, fp, policy),
+                "citation": r.citation,
+            }
         return Decision(Action.REGENERATE, facts=facts, contradicted=tuple(r.key for r in contradicted), **common)
     if statuses.count(_CONFIRMED) != len(statuses) or not results:
         failed = [r for r in results if r.status is not _CONFIRMED]
@@ -128,8 +153,7 @@ def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
                 sentences.append(s)
         if not results:
             sentences.append("This answer has no facts I could verify, so I have not given it.")
-        return Decision(Action.REFUSE, message=" ".join(sentences), unverified=tuple(r.key for r in failed),
-                        **common)
+        return Decision(Action.REFUSE, message=" ".join(sentences), unverified=tuple(r.key for r in failed), **common)
     columns = list(zip(*results))
     keys, entities, names, actuals, row_ids, stamps = (columns[i] for i in (0, 1, 3, 8, 10, 14))
     if None in stamps:
@@ -149,8 +173,23 @@ def decide(payload: Payload, results: list[ClaimResult], policy: Policy, *,
             texts.append(fmt(actual))
         cited = [r.citation for r in results]
     citations = tuple([{"key": k, "citation": c, "updated_at": s} for k, c, s in zip(keys, cited, stamps)])
-    return Decision(Action.ANSWER, text=substitute_in_order(payload.answer_template, keys, texts), citations=citations,
-                    **common)
+    return Decision(
+        Action.ANSWER, text=substitute_in_order(payload.answer_template, keys, texts), citations=citations, **common
+    )
 
 
-__all__ = ["Action", "Decision", "decide", "refusal_sentence", "result_dict"]
+def lint_refusal(blocking: Sequence[Finding]) -> str:
+    """One sentence naming why the wording was refused, from each code's refusal phrase, never from the template."""
+    from guard.findings import CATALOGUE
+
+    parts: list[str] = []
+    for f in blocking:
+        entry = CATALOGUE.get(f.code)
+        phrase = entry.refusal if entry is not None and entry.refusal else "its wording could not be checked"
+        text = phrase.replace("{n}", str(f.sentence + 1) if f.sentence >= 0 else "?")
+        if text not in parts:
+            parts.append(text)
+    return "I have not given this answer because " + "; ".join(parts) + "."
+
+
+__all__ = ["Action", "Decision", "decide", "lint_refusal", "refusal_sentence", "result_dict"]

@@ -21,7 +21,7 @@ what was wrong and where.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -34,6 +34,7 @@ class Problem:
     location: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON values."""
         return {"code": self.code, "message": self.message, "location": self.location}
 
     def __str__(self) -> str:
@@ -53,9 +54,11 @@ class GuardError(Exception):
 
     @property
     def message(self) -> str:
+        """The message without location or problems."""
         return str(self.args[0]) if self.args else ""
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON values."""
         return {
             "error": self.code,
             "message": self.message,

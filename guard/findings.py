@@ -2,55 +2,121 @@
 
 A finding is returned, never raised. Codes are never renumbered: ``F1xx``
 format safety, ``S2xx`` sentence shapes, ``T3xx`` free text, ``R4xx`` slot
-ratio. Each stage adds its entries to :data:`CATALOGUE` here so the codes stay
-in one place.
+ratio. Guard's own codes are data (``linting/rules.yaml``); a stage registered
+from Python adds its own through :func:`guard.linting.registry.register`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
+from importlib import resources
 from typing import Any
 
 
 class Severity(str, Enum):
+    """How bad a finding is."""
+
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
 
 
 @dataclass(frozen=True)
+class Example:
+    """A template for a rule's documentation and tests: ``claims`` (key to type) lints it as a payload."""
+
+    template: str
+    slot_types: Mapping[str, str] = field(default_factory=dict)
+    claims: Mapping[str, str] | None = None
+    domain: str = "orders"
+
+
+@dataclass(frozen=True)
 class Code:
+    """One finding code: what it is called, how bad it is, and everything ``guard rules CODE`` shows."""
+
     code: str
     name: str
     stage: str
     severity: Severity
     summary: str
+    explanation: str = ""
+    why: str = ""
+    refusal: str = ""
+    """The customer-facing reason when an enforced stage refuses; ``{n}`` is the sentence number."""
+    blocks: bool = True
+    """False: the finding is reported and carried as a decision warning, but never refuses an answer."""
+    bad: Example | None = None
+    good: Example | None = None
 
 
-CATALOGUE: dict[str, Code] = {
-    c.code: c
-    for c in [
-        Code("F101", "format.attribute", "format", Severity.ERROR, "slot uses attribute access"),
-        Code("F102", "format.index", "format", Severity.ERROR, "slot uses indexing"),
-        Code("F103", "format.spec", "format", Severity.ERROR, "slot has a format specification"),
-        Code("F104", "format.conversion", "format", Severity.ERROR, "slot has a conversion"),
-        Code("F105", "format.positional", "format", Severity.ERROR, "slot is positional"),
-        Code("F106", "format.unbalanced", "format", Severity.ERROR, "unbalanced brace"),
-        Code("F107", "format.slot_without_claim", "format", Severity.ERROR, "slot has no claim"),
-        Code("F108", "format.claim_without_slot", "format", Severity.WARNING, "claim is used by no slot"),
-        Code("F109", "format.bad_name", "format", Severity.ERROR, "slot name is not a plain identifier"),
-        Code("S201", "shape.no_match", "shape", Severity.ERROR, "sentence matches no approved shape"),
-        Code("S202", "shape.slot_type", "shape", Severity.ERROR, "slot type not allowed here"),
-        Code("S203", "shape.unknown_slot_type", "shape", Severity.ERROR, "slot type unknown"),
-        Code("S204", "shape.spacing", "shape", Severity.ERROR, "words not separated by exactly one space"),
-        Code("T301", "freetext.comparative", "freetext", Severity.ERROR, "comparative claim in free text"),
-        Code("T302", "freetext.quantity", "freetext", Severity.ERROR, "quantity in free text"),
-        Code("T303", "freetext.causal", "freetext", Severity.ERROR, "causal claim in free text"),
-        Code("R401", "ratio.prose_per_slot", "ratio", Severity.WARNING, "too much prose per slot"),
-        Code("R402", "ratio.sentence_without_slot", "ratio", Severity.WARNING, "long sentence without a slot"),
-    ]
-}
+_RULES = "linting/rules.yaml"
+
+
+def _example(data: Any) -> Example | None:
+    return None if data is None else Example(**data)
+
+
+def _load_builtin() -> dict[str, Code]:
+    import yaml
+
+    text = (resources.files("guard") / _RULES).read_text(encoding="utf-8")
+    out: dict[str, Code] = {}
+    for code, entry in (yaml.safe_load(text) or {}).items():
+        entry = dict(entry)
+        example = entry.pop("example", None) or {}
+        out[code] = Code(
+            code=code,
+            stage=entry["name"].split(".", 1)[0],
+            severity=Severity(entry.pop("severity")),
+            bad=_example(example.get("bad")),
+            good=_example(example.get("good")),
+            **entry,
+        )
+    return out
+
+
+class Catalogue(Mapping[str, Code]):
+    """Every finding code: guard's own (read once from ``linting/rules.yaml``) and those of registered stages."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, Code] | None = None
+
+    def _all(self) -> dict[str, Code]:
+        if self._codes is None:
+            self._codes = _load_builtin()
+        return self._codes
+
+    def __getitem__(self, code: str) -> Code:
+        return self._all()[code]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def add(self, entry: Code) -> None:
+        """Add a code, or give a known one its refusal phrase; any other redefinition is a configuration mistake."""
+        known = self._all().get(entry.code)
+        if (
+            known is not None
+            and known != entry
+            and not (not known.refusal and replace(known, refusal=entry.refusal) == entry)
+        ):
+            from guard.errors import ConfigError
+
+            raise ConfigError(f"finding code {entry.code} is already defined as {known.name}", location=entry.code)
+        self._all()[entry.code] = entry
+
+    def remove(self, code: str) -> None:
+        """Forget a code (a stage registered from Python going away)."""
+        self._all().pop(code, None)
+
+
+CATALOGUE = Catalogue()
 
 
 @dataclass(frozen=True)
@@ -74,11 +140,12 @@ class Finding:
 
     @property
     def name(self) -> str:
+        """The code's dotted name (``shape.no_match``)."""
         entry = CATALOGUE.get(self.code)
         return entry.name if entry else self.code
 
     @classmethod
-    def make(cls, code: str, message: str, **kw: Any) -> "Finding":
+    def make(cls, code: str, message: str, **kw: Any) -> Finding:
         """Build a finding whose stage and default severity come from the catalogue."""
         entry = CATALOGUE[code]
         kw.setdefault("stage", entry.stage)
@@ -86,10 +153,11 @@ class Finding:
         return cls(code=code, message=message, **kw)
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON values."""
         d = asdict(self)
         d["severity"] = self.severity.value
         d["name"] = self.name
         return d
 
 
-__all__ = ["Severity", "Code", "CATALOGUE", "Finding"]
+__all__ = ["Severity", "Code", "Example", "Catalogue", "CATALOGUE", "Finding"]

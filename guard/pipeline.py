@@ -1,140 +1,114 @@
-"""The pipeline: lint, check, decide, render and log one payload in a single call.
+"""The pipeline: lint, check, decide, render and log one payload, through one code path.
 
-``Guard`` wires the stages together and holds what is expensive to build once
-(the record store's statements, the compiled grammar, the classifier). Per
-domain, a configuration file says which lint stages are enforced (a failing
-template is refused before any database lookup), only reported, or off.
+``Guard`` holds what is expensive to build once (the record store's statements,
+the compiled grammar, the classifier, the lint results of templates already
+seen); :func:`verify` is the same path without the lint stages. Both end in
+:func:`_process`, and every event is built by :func:`_events` from
+:mod:`guard.observe.schema`. Per domain, the gate config says which registered
+lint stages are enforced (a failing template is refused before any database
+lookup), only reported, or off.
 """
 
 from __future__ import annotations
 
-import time
 import secrets
-from dataclasses import replace
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from enum import Enum
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from guard.decision import Action, Decision, decide, lint_refusal
+from guard.errors import ConfigError, GuardError, Problem
+from guard.findings import CATALOGUE, Finding, Severity
+from guard.linting import format as format_stage
+from guard.linting import registry
+from guard.linting.registry import Check, Mode, StageSetup
+from guard.linting.runner import LintContext, LintResult, run_stages
+from guard.observe.schema import ClaimEvent, DecisionEvent, PayloadEvent, claim_event, decision_event, payload_event
+from guard.payload import Limits, Payload, load_payload
 from guard.records.checker import check
-from guard.decision import Action, Decision, decide
-from guard.errors import GuardError, PolicyError, Problem
-from guard.findings import Finding, Severity
-from guard.linting import LintContext, LintResult, format_stage, run_stages, shape_stage
-from guard.payload import Limits, Payload, load_payload, unused_claims
-from guard.records.formatting import to_json
 from guard.records.policy import Policy, load_policy
-from guard.linting.ratio import RatioThresholds, ratio_stage
 from guard.records.store import RecordStore
+from guard.records.types import to_json
 
-class EventSink(Protocol):
-    def emit(self, event: dict[str, Any]) -> None: ...
-
-
-def claim_events(decision: Decision, *, domain: str | None = None, include_values: bool = False) -> list[dict]:
-    """One log line per claim result of a decision (the decision's own line is the caller's: it knows the lint)."""
-    out: list[dict[str, Any]] = []
-    for r in decision.results:
-        e: dict[str, Any] = {"event": "claim", "request_id": decision.request_id, "domain": domain,
-                             "entity": r.entity, "field": r.field, "key": r.key, "type": r.type,
-                             "status": r.status.value, "latency_ms": round(r.latency_ms, 3)}
-        if include_values:
-            e["claimed"] = r.claimed
-            e["actual"] = to_json(r.actual)
-        out.append(e)
-    return out
-
-
-def verify(payload: Payload | str | bytes | dict[str, Any], policy: Policy, store: RecordStore, *,
-           principal: Any = None, now: datetime | None = None, request_id: str | None = None,
-           limits: Limits | None = None, log: EventSink | None = None, domain: str | None = None) -> Decision:
-    """Parse, check every claim, decide and render. Raises only PayloadError for an invalid payload.
-
-    >>> # decision = verify(payload_json, policy, store, principal="cus_1")
-    """
-    p = load_payload(payload, limits)
-    results = check(p, policy, store, principal=principal, now=now)
-    decision = decide(p, results, policy, warnings=unused_claims(p), request_id=request_id)
-    if log is not None:
-        for e in claim_events(decision, domain=domain, include_values=bool(getattr(log, "include_values", False))):
-            log.emit(e)
-        log.emit({"event": "decision", "request_id": decision.request_id, "domain": domain,
-                  "action": decision.action.value, "n_claims": len(p.claims),
-                  "findings": [w.code for w in decision.warnings]})
-    return decision
-
-
-Generate = Callable[[Decision | None], Any]
-
-
-def regenerate_loop(generate: Generate, policy: Policy, store: RecordStore, *, max_attempts: int = 3,
-                    principal: Any = None, now: datetime | None = None,
-                    verifier: Callable[..., Decision] | None = None) -> Decision:
-    """Ask ``generate`` for a payload, feeding back the previous decision, until it verifies.
-
-    ``generate(None)`` produces the first payload; ``generate(decision)`` gets the
-    ``regenerate_from_facts`` decision (its ``facts`` and ``contradicted``) and
-    tries again. After ``max_attempts`` without an answer the result is a
-    ``refuse`` that says so. A refusal from the checker (not found, stale,
-    unavailable) ends the loop at once: regenerating cannot fix those.
-    """
-    if max_attempts < 1:
-        raise GuardError("max_attempts must be at least 1", location="regenerate_loop")
-    run = verifier or (lambda p: verify(p, policy, store, principal=principal, now=now))
-    previous: Decision | None = None
-    for _ in range(max_attempts):
-        decision = run(generate(previous))
-        if decision.action is not Action.REGENERATE:
-            return decision
-        previous = decision
-    assert previous is not None
-    return Decision(Action.REFUSE, request_id=previous.request_id, results=previous.results,
-                    message=f"I could not produce an answer that matches the records after {max_attempts} "
-                            f"attempts, so I have not given one.",
-                    unverified=previous.contradicted, warnings=previous.warnings)
-
-
-STAGE_NAMES = ("format", "shape", "freetext", "ratio")
 UNLISTED = "_unlisted"
 """The metric label for an entity or field a claim named that is not in the policy."""
 
 
-class Mode(str, Enum):
-    OFF = "off"
-    REPORT = "report"
-    ENFORCE = "enforce"
+class EventSink(Protocol):
+    """Anything that takes events: an EventLog, or your own sink."""
+
+    def emit(self, event: Mapping[str, Any]) -> None:
+        """Take one event."""
+
+
+# -- configuration ---------------------------------------------------------------
+def _default_modes() -> dict[str, Mode]:
+    return {s.name: s.default_mode for s in registry.stages()}
 
 
 class DomainConfig(BaseModel):
+    """Each registered stage's mode, and the options of the stages that take some (``ratio: {...}``)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    stages: dict[str, Mode] = Field(default_factory=lambda: {"format": Mode.ENFORCE, "shape": Mode.OFF,
-                                                             "freetext": Mode.ENFORCE, "ratio": Mode.REPORT})
-    ratio: RatioThresholds = Field(default_factory=RatioThresholds)
+    stages: dict[str, Mode] = Field(default_factory=_default_modes)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stage_options(cls, data: Any) -> Any:
+        """A key named after a stage that takes options holds them (``ratio: {max_prose_per_slot: 8}``)."""
+        if not isinstance(data, Mapping):
+            return data
+        out: dict[str, Any] = {"options": dict(data.get("options") or {})}
+        takes = {s.name for s in registry.stages() if s.options is not None}
+        for key, value in data.items():
+            if key in takes:
+                out["options"][key] = value
+            elif key != "options":
+                out[key] = value
+        return out
 
     def mode(self, stage: str) -> Mode:
+        """The stage's mode here (off when not listed)."""
         return self.stages.get(stage, Mode.OFF)
 
 
 class GateConfig(BaseModel):
+    """Stage settings: a default and one entry per domain."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     default: DomainConfig = Field(default_factory=DomainConfig)
     domains: dict[str, DomainConfig] = Field(default_factory=dict)
 
     def for_domain(self, domain: str | None) -> DomainConfig:
-        cfg = self.domains.get(domain or "", self.default)
-        unknown = set(cfg.stages) - set(STAGE_NAMES)
-        if unknown:
-            raise PolicyError(f"unknown lint stage(s) {sorted(unknown)}; stages are {', '.join(STAGE_NAMES)}",
-                              location=f"domains.{domain}.stages")
-        if cfg.mode("format") is Mode.OFF:
-            raise PolicyError("the format stage cannot be turned off: unsafe slots are never rendered",
-                              location=f"domains.{domain}.stages.format")
+        """The domain's settings, checked against the registry: an unknown stage or option is an error."""
+        name = domain if domain in self.domains else None
+        cfg = self.domains[name] if name else self.default
+        where = f"domains.{name}" if name else "default"
+        known = registry.names()
+        for stage in cfg.stages:
+            if stage not in known:
+                raise ConfigError(
+                    f"unknown lint stage {stage!r}; stages are {', '.join(known)}", location=f"{where}.stages.{stage}"
+                )
+        for stage in cfg.options:
+            registry.stage(stage).setup_options(cfg.options[stage], f"{where}.{stage}")
+        for s in registry.stages():
+            if s.required and cfg.mode(s.name) is Mode.OFF:
+                raise ConfigError(
+                    f"the {s.name} stage cannot be turned off: unsafe slots are never rendered",
+                    location=f"{where}.stages.{s.name}",
+                )
         return cfg
 
 
@@ -153,36 +127,257 @@ def load_gate_config(source: str | Path | Mapping[str, Any] | GateConfig | None 
         try:
             data = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
         except OSError as exc:
-            raise PolicyError(f"cannot read the gate config: {exc.strerror}", location=where) from None
+            raise ConfigError(f"cannot read the gate config: {exc.strerror}", location=where) from None
         except yaml.YAMLError as exc:
-            raise PolicyError(f"the gate config is not valid YAML: {exc}", location=where) from None
+            raise ConfigError(f"the gate config is not valid YAML: {exc}", location=where) from None
     try:
         return GateConfig.model_validate(data or {})
     except ValidationError as exc:
-        raise PolicyError("the gate config is invalid", location=where, problems=[
-            Problem("config", e["msg"], ".".join(str(p) for p in e["loc"])) for e in exc.errors(include_url=False)
-        ]) from None
+        raise ConfigError(
+            "the gate config is invalid",
+            location=where,
+            problems=[
+                Problem("config", e["msg"], ".".join(str(p) for p in e["loc"])) for e in exc.errors(include_url=False)
+            ],
+        ) from None
 
 
-_REASONS = {
-    "format": "it uses a placeholder that is not allowed",
-    "shape": "sentence {n} is not one of the approved sentence shapes",
-    "freetext": "sentence {n} {what} outside the verified facts",
-    "ratio": "it has too much text around its verified facts",
-}
-_FREETEXT = {"T301": "makes a comparison", "T302": "states a quantity", "T303": "states a cause"}
+# -- the lint cache ----------------------------------------------------------------
+class LintCache:
+    """Lint results per (domain, template, slot types), least recently used first out; thread-safe."""
+
+    def __init__(self, size: int = 1024) -> None:
+        if size < 0:
+            raise ConfigError("the lint cache size must not be negative", location="lint_cache_size")
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+        self._items: OrderedDict[tuple[Any, ...], LintResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> LintResult | None:
+        """The remembered result, counted as a hit or a miss."""
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[Any, ...], result: LintResult) -> None:
+        """Remember a result, dropping the least recently used beyond ``size``."""
+        if not self.size:
+            return
+        with self._lock:
+            self._items[key] = result
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
-def lint_refusal(blocking: list[Finding]) -> str:
-    """One sentence naming why the wording was refused, built from codes, never from the template."""
-    parts: list[str] = []
-    for f in blocking:
-        template = _REASONS.get(f.stage, "its wording could not be checked")
-        text = template.format(n=f.sentence + 1 if f.sentence >= 0 else "?",
-                               what=_FREETEXT.get(f.code, "makes a claim"))
-        if text not in parts:
-            parts.append(text)
-    return "I have not given this answer because " + "; ".join(parts) + "."
+# -- the one path ------------------------------------------------------------------
+def _blocking(findings: Sequence[Finding], modes: Mapping[str, Mode]) -> list[Finding]:
+    out = []
+    for f in findings:
+        entry = CATALOGUE.get(f.code)
+        if (
+            modes.get(f.stage) is Mode.ENFORCE
+            and f.severity in (Severity.ERROR, Severity.WARNING)
+            and (entry is None or entry.blocks)
+        ):
+            out.append(f)
+    return out
+
+
+def _process(
+    p: Payload,
+    lint: LintResult,
+    modes: Mapping[str, Mode],
+    policy: Policy,
+    store: RecordStore,
+    *,
+    principal: Any,
+    now: datetime | None,
+    request_id: str,
+) -> Decision:
+    """Refuse on an enforced finding before any lookup; otherwise check, decide and render."""
+    warnings: list[Finding] = []
+    findings: list[Finding] = []
+    for f in lint.findings:
+        entry = CATALOGUE.get(f.code)
+        (findings if entry is None or entry.blocks else warnings).append(f)
+    blocking = _blocking(findings, modes)
+    if blocking:
+        return Decision(
+            Action.REFUSE,
+            request_id=request_id,
+            message=lint_refusal(blocking),
+            unverified=(),
+            warnings=tuple(warnings),
+            findings=tuple(findings),
+        )
+    results = check(p, policy, store, principal=principal, now=now)
+    return decide(p, results, policy, warnings=warnings, request_id=request_id, findings=findings)
+
+
+def _events(
+    decision: Decision,
+    p: Payload,
+    lint: LintResult,
+    *,
+    domain: str | None,
+    principal: Any,
+    latency_ms: float,
+    log_payload: bool,
+    include_values: bool,
+) -> list[Any]:
+    """Every event of one decision, in log order: the payload (when asked), one per claim, the decision."""
+    from guard.linting.ratio import measure
+
+    rid = decision.request_id
+    events: list[PayloadEvent | ClaimEvent | DecisionEvent] = []
+    if log_payload:
+        events.append(
+            payload_event(request_id=rid, domain=domain, principal=principal, payload=p.model_dump(mode="json"))
+        )
+    for r in decision.results:
+        e = claim_event(
+            request_id=rid,
+            domain=domain,
+            entity=r.entity,
+            field=r.field,
+            key=r.key,
+            type=r.type,
+            status=r.status.value,
+            latency_ms=round(r.latency_ms, 3),
+        )
+        if include_values:
+            e["claimed"] = r.claimed
+            e["actual"] = to_json(r.actual, r.type)
+        events.append(e)
+    ratio = lint.measures.get("ratio") or measure(p.answer_template)
+    per_slot = ratio.prose_per_slot
+    events.append(
+        decision_event(
+            request_id=rid,
+            domain=domain,
+            action=decision.action.value,
+            n_claims=len(p.claims),
+            n_slots=ratio.slots,
+            prose_words=ratio.prose_words,
+            prose_per_slot=None if per_slot == float("inf") else round(per_slot, 3),
+            findings=[f.code for f in (*decision.findings, *decision.warnings)],
+            latency_ms=round(latency_ms, 3),
+        )
+    )
+    return events
+
+
+def _emit(log: Any, events: list[Any]) -> None:
+    if hasattr(log, "emit_many"):
+        log.emit_many(events)
+    else:
+        for e in events:
+            log.emit(e)
+
+
+_VERIFY_STAGES: list[tuple[str, Check]] = [("format", format_stage.check)]
+_VERIFY_MODES = {"format": Mode.ENFORCE}
+
+
+def verify(
+    payload: Payload | str | bytes | dict[str, Any],
+    policy: Policy,
+    store: RecordStore,
+    *,
+    principal: Any = None,
+    now: datetime | None = None,
+    request_id: str | None = None,
+    limits: Limits | None = None,
+    log: EventSink | None = None,
+    domain: str | None = None,
+) -> Decision:
+    """Parse, check every claim, decide and render: the pipeline without the prose stages.
+
+    Raises only PayloadError for an invalid payload.
+
+    >>> # decision = verify(payload_json, policy, store, principal="cus_1")
+    """
+    t0 = time.perf_counter()
+    p = load_payload(payload, limits)
+    lint = run_stages(LintContext(p.answer_template, domain or "", {}, payload=p), _VERIFY_STAGES)
+    decision = _process(
+        p,
+        lint,
+        _VERIFY_MODES,
+        policy,
+        store,
+        principal=principal,
+        now=now,
+        request_id=request_id or secrets.token_hex(16),
+    )
+    if log is not None:
+        _emit(
+            log,
+            _events(
+                decision,
+                p,
+                lint,
+                domain=domain,
+                principal=principal,
+                latency_ms=(time.perf_counter() - t0) * 1000,
+                log_payload=False,
+                include_values=bool(getattr(log, "include_values", False)),
+            ),
+        )
+    return decision
+
+
+Generate = Callable[[Decision | None], Any]
+
+
+def regenerate_loop(
+    generate: Generate,
+    policy: Policy,
+    store: RecordStore,
+    *,
+    max_attempts: int = 3,
+    principal: Any = None,
+    now: datetime | None = None,
+    verifier: Callable[..., Decision] | None = None,
+) -> Decision:
+    """Ask ``generate`` for a payload, feeding back the previous decision, until it verifies.
+
+    ``generate(None)`` produces the first payload; ``generate(decision)`` gets the
+    ``regenerate_from_facts`` decision (its ``facts`` and ``contradicted``) and
+    tries again. After ``max_attempts`` without an answer the result is a
+    ``refuse`` that says so. A refusal from the checker (not found, stale,
+    unavailable) ends the loop at once: regenerating cannot fix those.
+    """
+    if max_attempts < 1:
+        raise GuardError("max_attempts must be at least 1", location="regenerate_loop")
+    run = verifier or (lambda p: verify(p, policy, store, principal=principal, now=now))
+    previous: Decision | None = None
+    for _ in range(max_attempts):
+        decision = run(generate(previous))
+        if decision.action is not Action.REGENERATE:
+            return decision
+        previous = decision
+    assert previous is not None
+    return Decision(
+        Action.REFUSE,
+        request_id=previous.request_id,
+        results=previous.results,
+        message=f"I could not produce an answer that matches the records after {max_attempts} "
+        f"attempts, so I have not given one.",
+        unverified=previous.contradicted,
+        warnings=previous.warnings,
+    )
 
 
 class Guard:
@@ -192,17 +387,40 @@ class Guard:
     >>> # decision = g.run(payload_json, principal="cus_1042")
     """
 
-    def __init__(self, policy: Policy | str | Path | Mapping[str, Any], db: str | RecordStore | Any, *,
-                 domain: str | None = None, config: Any = None, log: Any = None, metrics: Any = None,
-                 classifier: Any = "auto", grammar_dir: Any = None, limits: Limits | None = None,
-                 statement_timeout: float = 5.0, log_payloads: bool = False) -> None:
+    def __init__(
+        self,
+        policy: Policy | str | Path | dict[str, Any],
+        db: str | RecordStore | Any,
+        *,
+        domain: str | None = None,
+        config: Any = None,
+        log: Any = None,
+        metrics: Any = None,
+        classifier: Any = "auto",
+        grammar_dir: Any = None,
+        limits: Limits | None = None,
+        statement_timeout: float = 5.0,
+        log_payloads: bool = False,
+        lint_cache_size: int = 1024,
+    ) -> None:
         self.policy = load_policy(policy if not isinstance(policy, str) or "\n" in policy else Path(policy))
-        self.store = db if isinstance(db, RecordStore) else RecordStore(db, self.policy,
-                                                                          statement_timeout=statement_timeout)
         self.domain = domain
         self.config = load_gate_config(config).for_domain(domain)
-        self.limits = limits or Limits()
         self.grammar_dir = grammar_dir
+        self.modes = {
+            s.name: self.config.mode(s.name) for s in registry.stages() if self.config.mode(s.name) is not Mode.OFF
+        }
+        setup = StageSetup(
+            domain=domain, grammar_dir=grammar_dir, classifier=None if classifier == "auto" else classifier
+        )
+        self.stages: list[tuple[str, Check]] = registry.build(
+            {name: self.config.options.get(name) for name in self.modes}, setup
+        )
+        self.lint_cache = LintCache(lint_cache_size)
+        self.store = (
+            db if isinstance(db, RecordStore) else RecordStore(db, self.policy, statement_timeout=statement_timeout)
+        )
+        self.limits = limits or Limits()
         if isinstance(log, (str, Path)):
             from guard.observe.events import EventLog
 
@@ -210,89 +428,70 @@ class Guard:
         self.log = log
         self.log_payloads = log_payloads
         self.metrics = metrics
-        self.stages: list[tuple[str, Any]] = [("format", format_stage)]
-        if self.config.mode("shape") is not Mode.OFF:
-            if domain is None:
-                raise PolicyError("the shape stage needs a domain (orders, billing, account or your own)",
-                                  location="domain")
-            from guard.shapes import load_grammar
 
-            load_grammar(domain, grammar_dir=grammar_dir)  # fail now, not at the first request
-            self.stages.append(("shape", shape_stage))
-        self.classifier = None
-        if self.config.mode("freetext") is not Mode.OFF:
-            from guard.linting.freetext import freetext_stage, load_classifier
+    def lint_template(self, template: str, slot_types: Mapping[str, str], payload: Payload | None = None) -> LintResult:
+        """The gate's stages on one template, computed once per (domain, template, slot types)."""
+        key = (self.domain, template, tuple(sorted(slot_types.items())))
+        found = self.lint_cache.get(key)
+        if self.metrics is not None:
+            self.metrics.observe_lint_cache(found is not None)
+        if found is None:
+            found = run_stages(
+                LintContext(template, self.domain or "", dict(slot_types), self.grammar_dir, payload=payload),
+                self.stages,
+            )
+            self.lint_cache.put(key, found)
+        return found
 
-            self.classifier = load_classifier() if classifier == "auto" else classifier
-            self.stages.append(("freetext", freetext_stage(self.classifier)))
-        if self.config.mode("ratio") is not Mode.OFF:
-            self.stages.append(("ratio", ratio_stage(self.config.ratio)))
-
-    def lint(self, payload: Payload | str | bytes | Mapping[str, Any]) -> LintResult:
+    def lint(self, payload: Payload | str | bytes | dict[str, Any]) -> LintResult:
+        """The gate's stages on a payload's template, with slot types from its claims."""
         p = load_payload(payload, self.limits)  # a Payload built directly has skipped the slot and key checks
-        ctx = LintContext(p.answer_template, self.domain or "", {c.key: c.type.value for c in p.claims},
-                          self.grammar_dir, payload=p)
-        return run_stages(ctx, self.stages)
+        return self.lint_template(p.answer_template, {c.key: c.type.value for c in p.claims}, p)
 
-    def _blocking(self, findings: list[Finding]) -> list[Finding]:
-        return [f for f in findings if self.config.mode(f.stage) is Mode.ENFORCE
-                and f.severity in (Severity.ERROR, Severity.WARNING) and f.code != "F108"]
-
-    def run(self, payload: Payload | str | bytes | Mapping[str, Any], principal: Any = None, *,
-            now: datetime | None = None, request_id: str | None = None) -> Decision:
+    def run(
+        self,
+        payload: Payload | str | bytes | dict[str, Any],
+        principal: Any = None,
+        *,
+        now: datetime | None = None,
+        request_id: str | None = None,
+    ) -> Decision:
         """Lint, then (unless an enforced stage failed) check, decide and render; log and count the result.
 
         Raises only :class:`guard.errors.PayloadError` for a payload that cannot be read.
         """
         t0 = time.perf_counter()
-        rid = request_id or secrets.token_hex(16)
-        p = load_payload(payload, self.limits)  # a Payload built directly has skipped the slot and key checks
-        ctx = LintContext(p.answer_template, self.domain or "", {c.key: c.type.value for c in p.claims},
-                          self.grammar_dir, payload=p)
-        lint = run_stages(ctx, self.stages)
-        warnings = tuple(f for f in lint.findings if f.code == "F108")
-        findings = tuple(f for f in lint.findings if f.code != "F108")
-        blocking = self._blocking(list(findings))
-        if blocking:
-            decision = Decision(Action.REFUSE, request_id=rid, message=lint_refusal(blocking),
-                                unverified=(), warnings=warnings, findings=findings)
-        else:
-            results = check(p, self.policy, self.store, principal=principal, now=now)
-            decision = replace(decide(p, results, self.policy, warnings=warnings, request_id=rid),
-                               findings=findings)
-        self._record(decision, p, ctx, (time.perf_counter() - t0) * 1000, principal)
+        p = load_payload(payload, self.limits)
+        lint = self.lint_template(p.answer_template, {c.key: c.type.value for c in p.claims}, p)
+        decision = _process(
+            p,
+            lint,
+            self.modes,
+            self.policy,
+            self.store,
+            principal=principal,
+            now=now,
+            request_id=request_id or secrets.token_hex(16),
+        )
+        if self.log is not None or self.metrics is not None:
+            events = _events(
+                decision,
+                p,
+                lint,
+                domain=self.domain,
+                principal=principal,
+                latency_ms=(time.perf_counter() - t0) * 1000,
+                log_payload=self.log_payloads and self.log is not None,
+                include_values=bool(getattr(self.log, "include_values", False)),
+            )
+            if self.log is not None:
+                _emit(self.log, events)
+            if self.metrics is not None:
+                for e in events:
+                    self.metrics.observe(self._metric_labels(e))
         return decision
 
-    def _record(self, decision: Decision, p: Payload, ctx: LintContext, latency_ms: float, principal: Any) -> None:
-        if self.log is None and self.metrics is None:
-            return
-        from guard.linting.ratio import measure
-
-        ratio = ctx.extra.get("ratio") or measure(p.answer_template)
-        events: list[dict[str, Any]] = []
-        if self.log_payloads and self.log is not None:
-            events.append({"event": "payload", "request_id": decision.request_id, "domain": self.domain,
-                           "principal": principal, "payload": p.model_dump(mode="json")})
-        events += claim_events(decision, domain=self.domain,
-                              include_values=bool(getattr(self.log, "include_values", False)))
-        events.append({"event": "decision", "request_id": decision.request_id, "domain": self.domain,
-                       "action": decision.action.value, "n_claims": len(p.claims), "n_slots": ratio.slots,
-                       "prose_words": ratio.prose_words,
-                       "prose_per_slot": None if ratio.prose_per_slot == float("inf") else
-                       round(ratio.prose_per_slot, 3),
-                       "findings": [f.code for f in (*decision.findings, *decision.warnings)],
-                       "latency_ms": round(latency_ms, 3)})
-        if self.log is not None:
-            if hasattr(self.log, "emit_many"):
-                self.log.emit_many(events)
-            else:
-                for e in events:
-                    self.log.emit(e)
-        if self.metrics is not None:
-            for e in events:
-                self.metrics.observe(self._metric_labels(e))
-
-    def _metric_labels(self, e: dict[str, Any]) -> dict[str, Any]:
+    def _metric_labels(self, e: Mapping[str, Any]) -> Mapping[str, Any]:
         """Metric labels come from the policy only: a model naming a new entity or field per request would
         otherwise add a time series per request, without bound."""
         if e.get("event") != "claim" or self.policy.field(e.get("entity", ""), e.get("field", "")) is not None:
@@ -301,16 +500,26 @@ class Guard:
         return {**e, "entity": entity, "field": UNLISTED}
 
     def close(self) -> None:
+        """Close the store's connections and the log."""
         self.store.close()
         if self.log is not None and hasattr(self.log, "close"):
             self.log.close()
 
-    def __enter__(self) -> "Guard":
+    def __enter__(self) -> Guard:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-__all__ = ["Guard", "GateConfig", "DomainConfig", "Mode", "load_gate_config", "lint_refusal", "verify", "regenerate_loop",
-           "claim_events"]
+__all__ = [
+    "Guard",
+    "GateConfig",
+    "DomainConfig",
+    "LintCache",
+    "Mode",
+    "load_gate_config",
+    "verify",
+    "regenerate_loop",
+    "EventSink",
+]

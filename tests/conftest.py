@@ -19,7 +19,9 @@ BACKENDS = [b.strip() for b in os.environ.get("GUARD_TEST_BACKENDS", ",".join(AL
 without the servers (tests that need a server are then deselected, never skipped)."""
 _unknown = set(BACKENDS) - set(ALL_BACKENDS)
 if _unknown or not BACKENDS:
-    raise pytest.UsageError(f"GUARD_TEST_BACKENDS names unknown backends {sorted(_unknown)}; use {', '.join(ALL_BACKENDS)}")
+    raise pytest.UsageError(
+        f"GUARD_TEST_BACKENDS names unknown backends {sorted(_unknown)}; use {', '.join(ALL_BACKENDS)}"
+    )
 if os.environ.get("CI") and set(BACKENDS) != set(ALL_BACKENDS):
     raise pytest.UsageError("CI runs every backend: unset GUARD_TEST_BACKENDS")
 TAG = os.environ.get("GUARD_TEST_DB_TAG", "")
@@ -105,7 +107,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         wanted = {v for v in params.values() if isinstance(v, str)} | {
-            m.args[0] for m in item.iter_markers("backend") if m.args}
+            m.args[0] for m in item.iter_markers("backend") if m.args
+        }
         (drop if wanted & excluded else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ def parse_now(text: str | None) -> datetime | None:
         t = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise GuardError(f"--now '{text}' is not an ISO 8601 time", location="--now") from None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 def print_json(data: Any) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -13,20 +12,20 @@ from guard.cli._common import print_json
 
 
 def audit_cmd(
-    inputs: List[str] = typer.Argument(..., help="Payload .json, .jsonl (payloads or payload log events), "
-                                                 "or template text files."),
+    inputs: list[str] = typer.Argument(
+        ..., help="Payload .json, .jsonl (payloads or payload log events), or template text files."
+    ),
     policy: str = typer.Option(..., "--policy", help="Policy YAML file."),
     db: str = typer.Option(..., "--db", help="Database URL."),
-    domain: Optional[str] = typer.Option(None, "--domain", help="Sentence library."),
-    config: Optional[str] = typer.Option(None, "--config", help="Gate config YAML."),
-    principal: Optional[str] = typer.Option(None, "--principal", help="Principal for items that carry none."),
-    now: Optional[str] = typer.Option(None, "--now", help="Evaluate freshness at this ISO time."),
+    domain: str | None = typer.Option(None, "--domain", help="Sentence library."),
+    config: str | None = typer.Option(None, "--config", help="Gate config YAML."),
+    principal: str | None = typer.Option(None, "--principal", help="Principal for items that carry none."),
+    now: str | None = typer.Option(None, "--now", help="Evaluate freshness at this ISO time."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes (joblib); -1 for all cores."),
-    dask: Optional[str] = typer.Option(None, "--dask", help="Dask scheduler address (tcp://host:8786)."),
-    out: Optional[str] = typer.Option(None, "--out", help="Write one JSON line per item here."),
+    dask: str | None = typer.Option(None, "--dask", help="Dask scheduler address (tcp://host:8786)."),
+    out: str | None = typer.Option(None, "--out", help="Write one JSON line per item here."),
 ) -> None:
     """Judge every item and print a summary (actions, claim statuses, findings)."""
-    import yaml
     from rich.progress import Progress
 
     from guard.audit import AuditSettings, audit
@@ -38,8 +37,7 @@ def audit_cmd(
     settings = AuditSettings(policy=pol, db=db, domain=domain, config=cfg, now=now, default_principal=principal)
     with Progress(transient=True, disable=not sys.stderr.isatty()) as bar:
         task = bar.add_task("auditing", total=None)
-        report = audit(inputs, settings, jobs=jobs, dask=dask,
-                       progress=lambda n: bar.update(task, completed=n))
+        report = audit(inputs, settings, jobs=jobs, dask=dask, progress=lambda n: bar.update(task, completed=n))
     if out:
         with open(out, "w", encoding="utf-8") as fh:
             for r in report.records:

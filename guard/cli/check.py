@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -13,16 +12,17 @@ from guard.cli._common import parse_now, print_json, read_text
 def check_cmd(
     payload: str = typer.Argument(..., help="Payload JSON file, or - for standard input."),
     policy: str = typer.Option(..., "--policy", help="Policy YAML file."),
-    db: str = typer.Option(..., "--db", help="Database URL (sqlite:///file.db, postgresql+psycopg://..., "
-                                             "mysql+pymysql://...)."),
-    principal: Optional[str] = typer.Option(None, "--principal", help="Caller's id for row-level scope."),
-    now: Optional[str] = typer.Option(None, "--now", help="Evaluate freshness at this ISO time."),
+    db: str = typer.Option(
+        ..., "--db", help="Database URL (sqlite:///file.db, postgresql+psycopg://..., mysql+pymysql://...)."
+    ),
+    principal: str | None = typer.Option(None, "--principal", help="Caller's id for row-level scope."),
+    now: str | None = typer.Option(None, "--now", help="Evaluate freshness at this ISO time."),
     values: bool = typer.Option(True, "--values/--no-values", help="Include claimed and stored values in results."),
 ) -> None:
     """Check every claim and print the decision as JSON (exit 0 for any decision, 1 for invalid input)."""
+    from guard.pipeline import verify
     from guard.records.policy import load_policy
     from guard.records.store import RecordStore
-    from guard.pipeline import verify
 
     text = read_text(payload)
     pol = load_policy(Path(policy))

@@ -5,12 +5,8 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
-
-if TYPE_CHECKING:  # the model module loads numpy and spaCy: only when a command runs
-    from guard.freetext.model import Prediction
 
 FORMATS = ("text", "json", "jsonl")
 BATCH = 4096
@@ -49,12 +45,11 @@ def classify_cmd(
         out.write("\n]\n")
 
 
-def _text_line(p: Prediction) -> str:
+def _text_line(p) -> str:
     labels = ",".join(p.labels) or "-"
     evidence = "; ".join(f"{lab}: " + ", ".join(repr(s.text) for s in spans) for lab, spans in p.spans.items() if spans)
     return f"{labels}\t{p.text}" + (f"\t[{evidence}]" if evidence else "") + "\n"
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``guard classify`` to the command line."""
     app.command("classify")(classify_cmd)

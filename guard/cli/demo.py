@@ -35,7 +35,7 @@ def demo_cmd(
     panels = []
     styles = {"answer": "green", "refuse": "yellow", "regenerate_from_facts": "magenta"}
     with RecordStore(url, policy) as store:
-        for payload in demo.payloads().values():
+        for _name, payload in demo.payloads().items():
             d = verify(payload, policy, store, principal=demo.PRINCIPAL, now=demo.NOW)
             body = Text()
             body.append("model wrote\n", style="dim")
@@ -61,5 +61,4 @@ def demo_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``guard demo`` to the command line."""
     app.command("demo")(demo_cmd)

@@ -9,9 +9,10 @@ the file itself when the template sits inside a larger file (a payload).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any, Sequence
+from typing import Any
 
 from guard import __version__
 from guard.findings import CATALOGUE, Finding, Severity
@@ -42,10 +43,7 @@ class FileReport:
         text = self.source
         if self.file_text is not None:
             text = self.file_text
-            if self.file_offsets:
-                offset = self.file_offsets[min(offset, len(self.file_offsets) - 1)]
-            else:
-                offset = 0
+            offset = self.file_offsets[min(offset, len(self.file_offsets) - 1)] if self.file_offsets else 0
         return line_col(text, offset)
 
 
@@ -66,9 +64,9 @@ def json_string_offsets(file_text: str, key: str) -> list[int] | None:
     while i < len(file_text) and file_text[i] != '"':
         out.append(i)
         if file_text[i] == "\\":
-            if file_text[i + 1:i + 2] == "u":
-                code = int(file_text[i + 2:i + 6], 16)
-                i += 12 if 0xD800 <= code < 0xDC00 and file_text[i + 6:i + 8] == "\\u" else 6
+            if file_text[i + 1 : i + 2] == "u":
+                code = int(file_text[i + 2 : i + 6], 16)
+                i += 12 if 0xD800 <= code < 0xDC00 and file_text[i + 6 : i + 8] == "\\u" else 6
             else:
                 i += 2
         else:
@@ -109,9 +107,11 @@ def format_text(reports: Sequence[FileReport]) -> str:
                 out.append("    nearest approved shapes:")
                 out.extend(f"      {n['text']}    ({n['shape']})" for n in near)
     c = counts(reports)
-    summary = (f"{_plural(c['files'], 'file')} checked: {_plural(c['findings'], 'finding')} "
-               f"({_plural(c['errors'], 'error')}, {_plural(c['warnings'], 'warning')})"
-               f" in {_plural(c['files_with_findings'], 'file')}")
+    summary = (
+        f"{_plural(c['files'], 'file')} checked: {_plural(c['findings'], 'finding')} "
+        f"({_plural(c['errors'], 'error')}, {_plural(c['warnings'], 'warning')})"
+        f" in {_plural(c['files_with_findings'], 'file')}"
+    )
     if c["files_with_errors"]:
         summary += f"; {_plural(c['files_with_errors'], 'file')} could not be checked"
     out.append(summary)
@@ -140,8 +140,13 @@ def format_json(reports: Sequence[FileReport]) -> str:
             item["findings"].append(d)
         item.update(r.extra)
         files.append(item)
-    doc = {"tool": "guard", "version": __version__, "ok": all(r.ok for r in reports), "summary": counts(reports),
-           "files": files}
+    doc = {
+        "tool": "guard",
+        "version": __version__,
+        "ok": all(r.ok for r in reports),
+        "summary": counts(reports),
+        "files": files,
+    }
     return json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
@@ -156,18 +161,25 @@ def sarif(reports: Sequence[FileReport]) -> dict[str, Any]:
     rules = []
     for c in codes:
         entry = CATALOGUE.get(c)
-        rules.append({
-            "id": c,
-            "name": entry.name if entry else c,
-            "shortDescription": {"text": entry.summary if entry else c},
-            "defaultConfiguration": {"level": _SARIF_LEVEL[entry.severity] if entry else "error"},
-        })
+        rules.append(
+            {
+                "id": c,
+                "name": entry.name if entry else c,
+                "shortDescription": {"text": entry.summary if entry else c},
+                "defaultConfiguration": {"level": _SARIF_LEVEL[entry.severity] if entry else "error"},
+            }
+        )
     results = []
     notifications = []
     for r in reports:
         if r.error:
-            notifications.append({"level": "error", "message": {"text": r.error},
-                                  "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(r.path)}}}]})
+            notifications.append(
+                {
+                    "level": "error",
+                    "message": {"text": r.error},
+                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(r.path)}}}],
+                }
+            )
             continue
         for f in r.findings:
             line, col = r.file_position(f.start)
@@ -176,27 +188,40 @@ def sarif(reports: Sequence[FileReport]) -> dict[str, Any]:
             near = f.data.get("nearest") or []
             if near:
                 text += " Nearest approved shapes: " + " | ".join(n["text"] for n in near)
-            results.append({
-                "ruleId": f.code,
-                "ruleIndex": index[f.code],
-                "level": _SARIF_LEVEL[f.severity],
-                "message": {"text": text},
-                "locations": [{"physicalLocation": {
-                    "artifactLocation": {"uri": _uri(r.path)},
-                    "region": {"startLine": line, "startColumn": col, "endLine": end_line, "endColumn": end_col},
-                }}],
-                "properties": {"name": f.name, "sentence": f.sentence, "data": f.data},
-            })
+            results.append(
+                {
+                    "ruleId": f.code,
+                    "ruleIndex": index[f.code],
+                    "level": _SARIF_LEVEL[f.severity],
+                    "message": {"text": text},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": _uri(r.path)},
+                                "region": {
+                                    "startLine": line,
+                                    "startColumn": col,
+                                    "endLine": end_line,
+                                    "endColumn": end_col,
+                                },
+                            }
+                        }
+                    ],
+                    "properties": {"name": f.name, "sentence": f.sentence, "data": f.data},
+                }
+            )
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "guard", "version": __version__,
-                                "rules": rules}},
-            "invocations": [{"executionSuccessful": not notifications,
-                             "toolExecutionNotifications": notifications}],
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {"driver": {"name": "guard", "version": __version__, "rules": rules}},
+                "invocations": [
+                    {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
+                ],
+                "results": results,
+            }
+        ],
     }
 
 
@@ -215,5 +240,15 @@ def render(reports: Sequence[FileReport], fmt: str) -> str:
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
-__all__ = ["FileReport", "FORMATS", "render", "format_text", "format_json", "format_sarif", "sarif", "counts",
-           "json_string_offsets", "line_col"]
+__all__ = [
+    "FileReport",
+    "FORMATS",
+    "render",
+    "format_text",
+    "format_json",
+    "format_sarif",
+    "sarif",
+    "counts",
+    "json_string_offsets",
+    "line_col",
+]

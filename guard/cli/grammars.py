@@ -92,5 +92,4 @@ def _fail(message: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``guard grammars`` (list, show, export) to the command line."""
     app.add_typer(grammars_app, name="grammars")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -16,19 +15,24 @@ PROGRESS_AFTER = 20
 
 
 def lint_cmd(
-    paths: List[Path] = typer.Argument(..., help="Template files (.txt, .tmpl, ...), payload .json files or "
-                                                  "directories of them."),
+    paths: list[Path] = typer.Argument(
+        ..., help="Template files (.txt, .tmpl, ...), payload .json files or directories of them."
+    ),
     domain: str = typer.Option(..., "--domain", "-d", help="Grammar domain, e.g. orders (see guard grammars list)."),
     fmt: str = typer.Option("text", "--format", "-f", help="text, json or sarif."),
-    slot_type: List[str] = typer.Option([], "--slot-type", "-s", help="NAME=TYPE for a template's slot "
-                                                                      "(repeatable; beats the .slots.yaml sidecar)."),
-    grammar_dir: Optional[Path] = typer.Option(None, "--grammar-dir", help="Directory with your own <domain>.lark "
-                                                                          "files (may %import core)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here, not stdout."),
-    freetext: Optional[bool] = typer.Option(None, "--freetext/--no-freetext",
-                                            help="Free-text classifier findings (T3xx); default: when the model "
-                                                 "is installed."),
-    model: Optional[Path] = typer.Option(None, "--model", help="A classifier model other than the shipped one."),
+    slot_type: list[str] = typer.Option(
+        [], "--slot-type", "-s", help="NAME=TYPE for a template's slot (repeatable; beats the .slots.yaml sidecar)."
+    ),
+    grammar_dir: Path | None = typer.Option(
+        None, "--grammar-dir", help="Directory with your own <domain>.lark files (may %import core)."
+    ),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here, not stdout."),
+    freetext: bool | None = typer.Option(
+        None,
+        "--freetext/--no-freetext",
+        help="Free-text classifier findings (T3xx); default: when the model is installed.",
+    ),
+    model: Path | None = typer.Option(None, "--model", help="A classifier model other than the shipped one."),
     ratio: bool = typer.Option(True, "--ratio/--no-ratio", help="Slot-ratio findings (R4xx)."),
     max_prose_per_slot: float = typer.Option(8.0, "--max-prose-per-slot", help="R401 threshold."),
     max_words_without_slot: int = typer.Option(12, "--max-words-without-slot", help="R402 threshold."),
@@ -48,9 +52,14 @@ def lint_cmd(
             from guard.linting.freetext import load_classifier
 
             classifier = load_classifier(model)
-        stages = default_stages(freetext=freetext, ratio=ratio, classifier=classifier,
-                                thresholds=RatioThresholds(max_prose_per_slot=max_prose_per_slot,
-                                                           max_words_without_slot=max_words_without_slot))
+        stages = default_stages(
+            freetext=freetext,
+            ratio=ratio,
+            classifier=classifier,
+            thresholds=RatioThresholds(
+                max_prose_per_slot=max_prose_per_slot, max_words_without_slot=max_words_without_slot
+            ),
+        )
     except GuardError as exc:
         _fail(str(exc))
     except ValueError as exc:
@@ -72,8 +81,7 @@ def lint_cmd(
     raise typer.Exit(exitcodes.OK if all(r.ok for r in reports) else exitcodes.FINDINGS)
 
 
-def _one(path: Path, domain: str, types: dict[str, str], grammar_dir: Optional[Path], lint_file,
-         stages) -> FileReport:
+def _one(path: Path, domain: str, types: dict[str, str], grammar_dir: Path | None, lint_file, stages) -> FileReport:
     if str(path) == "-":
         return _stdin(domain, types, grammar_dir, stages)
     try:
@@ -82,11 +90,17 @@ def _one(path: Path, domain: str, types: dict[str, str], grammar_dir: Optional[P
         return FileReport(str(path), error=str(exc).replace("\n", " "))
     extra = {"payload": fl.payload, "sentences": [s.to_dict() for s in fl.result.sentences]}
     offsets = json_string_offsets(fl.file_text, "answer_template") if fl.payload else None
-    return FileReport(fl.path, fl.template, fl.result.findings, extra=extra,
-                      file_text=fl.file_text if fl.payload else None, file_offsets=offsets)
+    return FileReport(
+        fl.path,
+        fl.template,
+        fl.result.findings,
+        extra=extra,
+        file_text=fl.file_text if fl.payload else None,
+        file_offsets=offsets,
+    )
 
 
-def _stdin(domain: str, types: dict[str, str], grammar_dir: Optional[Path], stages) -> FileReport:
+def _stdin(domain: str, types: dict[str, str], grammar_dir: Path | None, stages) -> FileReport:
     """Standard input: a payload when it is a JSON object, otherwise a plain template."""
     from guard.linting import lint, lint_payload
 
@@ -98,8 +112,12 @@ def _stdin(domain: str, types: dict[str, str], grammar_dir: Optional[Path], stag
             result = lint(text, domain=domain, slot_types=types, grammar_dir=grammar_dir, stages=stages)
     except GuardError as exc:
         return FileReport("<stdin>", error=str(exc).replace("\n", " "))
-    return FileReport("<stdin>", result.template, result.findings,
-                      extra={"payload": False, "sentences": [s.to_dict() for s in result.sentences]})
+    return FileReport(
+        "<stdin>",
+        result.template,
+        result.findings,
+        extra={"payload": False, "sentences": [s.to_dict() for s in result.sentences]},
+    )
 
 
 def _progress(files: list[Path]):

@@ -27,6 +27,7 @@ COMMANDS = [
     "guard.cli.grammars",
     "guard.cli.train",
     "guard.cli.classify",
+    "guard.cli.rules",
 ]
 
 app = typer.Typer(

@@ -8,34 +8,34 @@ Bad arguments and unreadable logs give 1 with a message (see ``guard.cli.main``)
 
 from __future__ import annotations
 
-from typing import List, Optional
-
 import typer
 
 from guard.cli import exitcodes
 
 
 def monitor_cmd(
-    logs: List[str] = typer.Argument(
+    logs: list[str] = typer.Argument(
         ..., help="Event logs (JSON Lines, .gz too); each brings its rotated .1, .2, ... files; - reads stdin."
     ),
     window: str = typer.Option("1h", "--window", help="Window length: 30m, 1h, 1d, 1h30m ..."),
     baseline: int = typer.Option(24, "--baseline", help="Compare each window with the preceding N windows."),
-    baseline_from: Optional[str] = typer.Option(
+    baseline_from: str | None = typer.Option(
         None, "--baseline-from", help="Fixed baseline start (ISO time); use with --baseline-to instead of --baseline."
     ),
-    baseline_to: Optional[str] = typer.Option(None, "--baseline-to", help="Fixed baseline end (ISO time, exclusive)."),
-    min_count: int = typer.Option(30, "--min-count", help="Fewest resolved claims (or templates) on each side to test."),
+    baseline_to: str | None = typer.Option(None, "--baseline-to", help="Fixed baseline end (ISO time, exclusive)."),
+    min_count: int = typer.Option(
+        30, "--min-count", help="Fewest resolved claims (or templates) on each side to test."
+    ),
     alpha: float = typer.Option(0.01, "--alpha", help="Significance level per window (Bonferroni over fields)."),
     min_delta: float = typer.Option(
         0.01, "--min-delta", help="Smallest rise in a rate to flag (0.01: one percentage point)."
     ),
     min_shift: float = typer.Option(1.0, "--min-shift", help="Smallest median change in prose words per slot to flag."),
     watch: str = typer.Option("contradicted,not_found", "--watch", help="Statuses whose rate jumps are flagged."),
-    domain: Optional[str] = typer.Option(None, "--domain", help="Only events of this domain."),
+    domain: str | None = typer.Option(None, "--domain", help="Only events of this domain."),
     output: str = typer.Option("text", "--format", help="text or json."),
     tail: int = typer.Option(0, "--tail", help="Show only the last N windows in the text rate table (0: all)."),
-    plot: Optional[str] = typer.Option(None, "--plot", help="Also write a plot: report.html, .png or .svg."),
+    plot: str | None = typer.Option(None, "--plot", help="Also write a plot: report.html, .png or .svg."),
     fail_on_alert: bool = typer.Option(False, "--fail-on-alert", help="Exit 1 when any alert is raised."),
 ) -> None:
     """Stream event logs in constant memory and flag fields whose contradicted or not-found rate jumped.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,19 +13,20 @@ def run_cmd(
     payload: str = typer.Argument(..., help="Payload JSON file, or - for standard input."),
     policy: str = typer.Option(..., "--policy", help="Policy YAML file."),
     db: str = typer.Option(..., "--db", help="Database URL."),
-    domain: Optional[str] = typer.Option(None, "--domain", help="Sentence library (orders, billing, account, ...)."),
-    principal: Optional[str] = typer.Option(None, "--principal", help="Caller's id for row-level scope."),
-    now: Optional[str] = typer.Option(None, "--now", help="Evaluate freshness at this ISO time."),
-    config: Optional[str] = typer.Option(None, "--config", help="Gate config YAML (stages per domain)."),
-    grammar_dir: Optional[str] = typer.Option(None, "--grammar-dir", help="Directory of extra .lark domains."),
-    log: Optional[str] = typer.Option(None, "--log", help="Append the result to this JSON Lines log."),
+    domain: str | None = typer.Option(None, "--domain", help="Sentence library (orders, billing, account, ...)."),
+    principal: str | None = typer.Option(None, "--principal", help="Caller's id for row-level scope."),
+    now: str | None = typer.Option(None, "--now", help="Evaluate freshness at this ISO time."),
+    config: str | None = typer.Option(None, "--config", help="Gate config YAML (stages per domain)."),
+    grammar_dir: str | None = typer.Option(None, "--grammar-dir", help="Directory of extra .lark domains."),
+    log: str | None = typer.Option(None, "--log", help="Append the result to this JSON Lines log."),
 ) -> None:
     """Run the gate on PAYLOAD and print the decision with its lint findings (exit 0 for any decision)."""
     from guard.pipeline import Guard
 
     text = read_text(payload)
-    with Guard(Path(policy), db, domain=domain, config=Path(config) if config else None, log=log,
-               grammar_dir=grammar_dir) as gate:
+    with Guard(
+        Path(policy), db, domain=domain, config=Path(config) if config else None, log=log, grammar_dir=grammar_dir
+    ) as gate:
         decision = gate.run(text, principal=principal, now=parse_now(now))
     print_json(decision.to_dict())
 

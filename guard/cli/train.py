@@ -48,8 +48,10 @@ def train_cmd(
     console = Console(file=sys.stdout, width=120)
     console.print(report_table(card))
     cv = card["training"]["cv"]
-    mean_f1 = cv["mean_macro_f1"][_key(cv["best"])]
-    console.print(f"cross-validation ({cv['folds']} folds) chose {cv['best']} (mean macro-F1 {mean_f1:.3f})")
+    console.print(
+        f"cross-validation ({cv['folds']} folds) chose {cv['best']} (mean macro-F1 "
+        f"{cv['mean_macro_f1'][_key(cv['best'])]:.3f})"
+    )
     console.print(f"thresholds (tuned on dev): {card['thresholds']}")
     console.print(f"wrote {out} ({card['model_file']['bytes'] / 1e6:.2f} MB) and {Path(out).with_suffix('.json')}")
     losing = [f"{s}/{lab}" for s, row in card["beats_baselines"].items() for lab, ok in row.items() if not ok]
@@ -64,5 +66,4 @@ def _key(params: dict) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``guard train`` to the command line."""
     app.command("train")(train_cmd)

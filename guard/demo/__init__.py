@@ -39,12 +39,10 @@ LAST = [
 
 
 def policy() -> Policy:
-    """The demo's policy, shipped beside this module so the wheel carries it."""
     return load_policy((resources.files("guard.demo") / "policy.yaml").read_text(encoding="utf-8"))
 
 
 def schema(md: sa.MetaData | None = None) -> sa.MetaData:
-    """The customers and orders tables, added to ``md`` when one is given."""
     md = md or sa.MetaData()
     sa.Table(
         "customers",
@@ -70,19 +68,16 @@ def schema(md: sa.MetaData | None = None) -> sa.MetaData:
 
 
 def order_id(i: int) -> str:
-    """The i-th generated order's id; ids from 88000 so the README's ``ord_88431`` is one of them."""
     return f"ord_{88000 + i}"
 
 
 def customer_id(i: int) -> str:
-    """The i-th generated customer's id."""
     return f"cus_{1000 + i}"
 
 
 def rows(
     n_orders: int = 3000, n_customers: int = 1000, seed: int = 7
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Seeded customers and orders: the same seed gives the same rows on every backend."""
     rng = random.Random(seed)
     customers = [
         {"id": customer_id(i), "name": f"{rng.choice(FIRST)} {rng.choice(LAST)}", "tier": rng.choice(TIERS)}

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -23,12 +23,14 @@ class KeywordBaseline:
         self.labels = tuple(labels)
         self.rules = [re.compile(keywords[lab], re.IGNORECASE) for lab in self.labels]
 
-    def fit(self, X: Iterable[str] = (), Y: object = None) -> "KeywordBaseline":
+    def fit(self, X: Iterable[str] = (), Y: object = None) -> KeywordBaseline:
         return self
 
     def predict(self, texts: Iterable[str]) -> np.ndarray:
         texts = [_SLOT.sub(" ", t) for t in texts]
-        return np.array([[1 if r.search(t) else 0 for r in self.rules] for t in texts], dtype=np.int8).reshape(len(texts), len(self.rules))
+        return np.array([[1 if r.search(t) else 0 for r in self.rules] for t in texts], dtype=np.int8).reshape(
+            len(texts), len(self.rules)
+        )
 
 
 def bag_of_words(C: float = 1.0):
@@ -38,7 +40,9 @@ def bag_of_words(C: float = 1.0):
 
     from guard.freetext.estimators import MultiLabelLogistic
 
-    return Pipeline([
-        ("words", CountVectorizer(lowercase=True, binary=True)),
-        ("model", MultiLabelLogistic(C=C, class_weight="balanced", thresholds=0.5)),
-    ])
+    return Pipeline(
+        [
+            ("words", CountVectorizer(lowercase=True, binary=True)),
+            ("model", MultiLabelLogistic(C=C, class_weight="balanced", thresholds=0.5)),
+        ]
+    )

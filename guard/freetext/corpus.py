@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from guard.errors import CorpusError, Problem
 
@@ -89,7 +89,9 @@ def read_corpus(path: str | Path, *, check_splits: bool = True) -> list[Example]
     if problems:
         shown = problems[:_MAX_PROBLEMS]
         more = f" (showing {len(shown)} of {len(problems)})" if len(problems) > len(shown) else ""
-        raise CorpusError(f"corpus {path} has {len(problems)} problem(s){more}", problems=shown, location=str(problems[0].location))
+        raise CorpusError(
+            f"corpus {path} has {len(problems)} problem(s){more}", problems=shown, location=str(problems[0].location)
+        )
     if not examples:
         raise CorpusError(f"corpus {path} holds no examples", location=str(path))
     return examples

@@ -10,7 +10,8 @@ learning happens in ``fit``, learned attributes end in ``_``, and they survive
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -55,7 +56,7 @@ class SpacyFeaturizer(TransformerMixin, BaseEstimator):
         texts = _as_texts(X)
         return [ling.features(lx, groups) for lx in ling.lexes(texts)]
 
-    def fit(self, X: Iterable[str], y: Any = None) -> "SpacyFeaturizer":
+    def fit(self, X: Iterable[str], y: Any = None) -> SpacyFeaturizer:
         lexicon = self.lexicon if self.lexicon is not None else default_lexicon()
         df: Counter[str] = Counter()
         for feats in self._feature_lists(X, lexicon):
@@ -74,7 +75,10 @@ class SpacyFeaturizer(TransformerMixin, BaseEstimator):
             indices.extend(vocab[f] for f in feats if f in vocab)
             indptr.append(len(indices))
         data = np.ones(len(indices), dtype=np.float64)
-        X = sp.csr_matrix((data, np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)), shape=(len(indptr) - 1, self.n_features_out_))
+        X = sp.csr_matrix(
+            (data, np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)),
+            shape=(len(indptr) - 1, self.n_features_out_),
+        )
         X.sum_duplicates()
         return X
 
@@ -99,13 +103,15 @@ class MultiLabelLogistic(ClassifierMixin, BaseEstimator):
     ``predict`` applies ``thresholds`` (a float or one per label).
     """
 
-    def __init__(self, C: float = 1.0, class_weight: str | None = "balanced", thresholds: Any = 0.5, max_iter: int = 2000) -> None:
+    def __init__(
+        self, C: float = 1.0, class_weight: str | None = "balanced", thresholds: Any = 0.5, max_iter: int = 2000
+    ) -> None:
         self.C = C
         self.class_weight = class_weight
         self.thresholds = thresholds
         self.max_iter = max_iter
 
-    def fit(self, X: Any, Y: Any) -> "MultiLabelLogistic":
+    def fit(self, X: Any, Y: Any) -> MultiLabelLogistic:
         Y = np.asarray(Y)
         if Y.ndim == 1:
             Y = Y.reshape(-1, 1)
@@ -116,7 +122,9 @@ class MultiLabelLogistic(ClassifierMixin, BaseEstimator):
                 coefs.append(np.zeros(X.shape[1]))
                 intercepts.append(10.0 if y[0] else -10.0)
                 continue
-            lr = LogisticRegression(C=self.C, class_weight=self.class_weight, solver="liblinear", max_iter=self.max_iter)
+            lr = LogisticRegression(
+                C=self.C, class_weight=self.class_weight, solver="liblinear", max_iter=self.max_iter
+            )
             lr.fit(X, y)
             coefs.append(lr.coef_[0])
             intercepts.append(float(lr.intercept_[0]))

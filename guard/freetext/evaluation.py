@@ -14,8 +14,9 @@ lexicon patterns that fired, for error analysis.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -48,14 +49,19 @@ def baseline_predictors(corpus: str | Path) -> dict[str, Callable[[list[str]], n
 
 def model_predictor(clf: Any) -> Callable[[list[str]], np.ndarray]:
     """Decisions of a FreeTextClassifier as an (n, n_labels) indicator matrix in LABELS order."""
+
     def predict(texts: list[str]) -> np.ndarray:
         preds = clf.predict(texts, spans=False)
-        return np.array([[lab in p.labels for lab in LABELS] for p in preds], dtype=np.int8).reshape(len(preds), len(LABELS))
+        return np.array([[lab in p.labels for lab in LABELS] for p in preds], dtype=np.int8).reshape(
+            len(preds), len(LABELS)
+        )
 
     return predict
 
 
-def evaluate_challenge(examples: Sequence[Example], predictors: dict[str, Callable[[list[str]], np.ndarray]]) -> dict[str, Any]:
+def evaluate_challenge(
+    examples: Sequence[Example], predictors: dict[str, Callable[[list[str]], np.ndarray]]
+) -> dict[str, Any]:
     """Per system: metrics per label overall and per label within each domain (plus macro-F1)."""
     from guard.freetext.training import label_metrics
 
@@ -63,7 +69,11 @@ def evaluate_challenge(examples: Sequence[Example], predictors: dict[str, Callab
     texts = [e.text for e in exs]
     Y = label_matrix(exs)
     domains = sorted({e.domain for e in exs})
-    out: dict[str, Any] = {"n": len(exs), "domains": {d: sum(e.domain == d for e in exs) for d in domains}, "systems": {}}
+    out: dict[str, Any] = {
+        "n": len(exs),
+        "domains": {d: sum(e.domain == d for e in exs) for d in domains},
+        "systems": {},
+    }
     for name, predict in predictors.items():
         P = np.asarray(predict(texts))
         overall = label_metrics(Y, P)
@@ -101,16 +111,18 @@ def model_errors(examples: Sequence[Example], clf: Any) -> list[dict[str, Any]]:
             feats = clf.explain(e.text)
             sign = 1.0 if pred else -1.0
             top = sorted(feats, key=lambda f: -sign * f[2][lab])[:3]
-            rows.append({
-                "kind": "FP" if pred else "FN",
-                "label": lab,
-                "text": e.text,
-                "domain": e.domain,
-                "gold": list(e.labels),
-                "score": round(float(probs[i, clf.labels.index(lab)]), 3),
-                "patterns": sorted({f[0][2:] for f in feats if f[0].startswith("p=")}),
-                "top_features": [(f[0], f[1], round(f[2][lab], 2)) for f in top],
-            })
+            rows.append(
+                {
+                    "kind": "FP" if pred else "FN",
+                    "label": lab,
+                    "text": e.text,
+                    "domain": e.domain,
+                    "gold": list(e.labels),
+                    "score": round(float(probs[i, clf.labels.index(lab)]), 3),
+                    "patterns": sorted({f[0][2:] for f in feats if f[0].startswith("p=")}),
+                    "top_features": [(f[0], f[1], round(f[2][lab], 2)) for f in top],
+                }
+            )
     return rows
 
 
@@ -126,7 +138,10 @@ def report_tables(result: dict[str, Any]):
         by_label.add_column(f"{s} P/R/F1", justify="right")
     first = result["systems"][systems[0]]["labels"]
     for lab in LABELS:
-        cells = [f"{m['precision']:.2f}/{m['recall']:.2f}/{m['f1']:.3f}" for m in (result["systems"][s]["labels"][lab] for s in systems)]
+        cells = [
+            f"{m['precision']:.2f}/{m['recall']:.2f}/{m['f1']:.3f}"
+            for m in (result["systems"][s]["labels"][lab] for s in systems)
+        ]
         by_label.add_row(lab, str(first[lab]["support"]), *cells)
     by_label.add_row("macro", "", *[f"{result['systems'][s]['macro_f1']:.3f}" for s in systems])
 

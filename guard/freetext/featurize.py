@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
 
@@ -41,7 +42,9 @@ def mask_slots(text: str) -> str:
 
 
 _CONDITION = frozenset({"if", "once", "unless", "whenever", "when", "until"})
-_MODAL = frozenset({"will", "'ll", "would", "wo", "may", "might", "can", "could", "must", "'d", "ca", "should", "shall"})
+_MODAL = frozenset(
+    {"will", "'ll", "would", "wo", "may", "might", "can", "could", "must", "'d", "ca", "should", "shall"}
+)
 _LEAD_REASON = frozenset({"since", "as", "because", "given", "now"})
 
 
@@ -55,7 +58,9 @@ class Lex:
         self.uni, self.keys, self.space, self.punct, self.slot = uni, keys, space, punct, slot
         self.m = m
         #: LONG: may start a long pattern; COND: a condition word; LEAD: may open a reason clause
-        self.flags = (LONG if m[3] else 0) | (COND if lower in _CONDITION else 0) | (LEAD if lower in _LEAD_REASON else 0)
+        self.flags = (
+            (LONG if m[3] else 0) | (COND if lower in _CONDITION else 0) | (LEAD if lower in _LEAD_REASON else 0)
+        )
 
 
 LONG, COND, LEAD = 1, 2, 4
@@ -82,9 +87,7 @@ def tri_feature(a: Lex, b: Lex, c: Lex) -> str:
     return f"t={a.abs} {b.abs} {c.abs}"
 
 
-
-
-def clause_features(lexes: Sequence["Lex"]) -> list[str]:
+def clause_features(lexes: Sequence[Lex]) -> list[str]:
     """Features of the sentence's clause structure, which token n-grams cannot see.
 
     ``s=cond_modal``: a condition clause followed, after a comma, by a modal
@@ -107,13 +110,19 @@ def clause_features(lexes: Sequence["Lex"]) -> list[str]:
     else:
         if cond and comma:
             out.append("s=cond_comma")
-    if len(lexes) > 2 and lexes[0].lower in _LEAD_REASON and not lexes[1].slot and lexes[1].abs not in ("#NUM", "#TIMEPOINT"):
-        if any(x.lower == "," for x in lexes[2:]):
-            out.append("s=lead_reason")
+    if (
+        len(lexes) > 2
+        and lexes[0].lower in _LEAD_REASON
+        and not lexes[1].slot
+        and lexes[1].abs not in ("#NUM", "#TIMEPOINT")
+    ) and any(x.lower == "," for x in lexes[2:]):
+        out.append("s=lead_reason")
     return out
 
 
-_AUXILIARIES = frozenset({"be", "have", "do", "will", "shall", "can", "may", "must", "would", "could", "should", "might"})
+_AUXILIARIES = frozenset(
+    {"be", "have", "do", "will", "shall", "can", "may", "must", "would", "could", "should", "might"}
+)
 _PREFIX_GROUP = {"w=": "words", "l=": "lemmas", "c=": "classes", "s=": "shape", "x=": "suffix"}
 
 
@@ -181,7 +190,12 @@ class Linguistics:
             classes += tuple(c for c in self.word_classes.get(lemma, ()) if c not in classes)
         keys = {f"w={lower}", f"l={lemma}"}
         like_num = bool(vlex.like_num)
-        for flag, on in (("LIKE_NUM", like_num), ("IS_ALPHA", vlex.is_alpha), ("IS_DIGIT", vlex.is_digit), ("IS_PUNCT", vlex.is_punct)):
+        for flag, on in (
+            ("LIKE_NUM", like_num),
+            ("IS_ALPHA", vlex.is_alpha),
+            ("IS_DIGIT", vlex.is_digit),
+            ("IS_PUNCT", vlex.is_punct),
+        ):
             if on:
                 keys.add(flag)
         morph = []
@@ -195,15 +209,17 @@ class Linguistics:
         if plural:
             keys.add("guard_plural")
             morph.append("m=pl")
-        elif (lemma != lower and lemma not in _AUXILIARIES and not lower.endswith(("ing", "s"))
-              and "guard_cmp" not in keys and "guard_sup" not in keys):
+        elif (
+            lemma != lower
+            and lemma not in _AUXILIARIES
+            and not lower.endswith(("ing", "s"))
+            and "guard_cmp" not in keys
+            and "guard_sup" not in keys
+        ):
             keys.add("guard_past")
             morph.append("m=past")
         digit = not like_num and any(ch.isdigit() for ch in text)
-        if like_num or digit:
-            abs_ = "#NUM"
-        else:
-            abs_ = next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
+        abs_ = "#NUM" if like_num or digit else next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
         uni = [f"w={lower}"]
         if lemma != lower:
             uni.append(f"l={lemma}")
@@ -218,7 +234,9 @@ class Linguistics:
             uni.append("dig")
         uni.extend(morph)
         keys = frozenset(keys)
-        return Lex(text, lower, lemma, abs_, tuple(uni), keys, False, bool(vlex.is_punct), False, self.matcher.state(keys))
+        return Lex(
+            text, lower, lemma, abs_, tuple(uni), keys, False, bool(vlex.is_punct), False, self.matcher.state(keys)
+        )
 
     def _is_cmp(self, lower: str, lemma: str) -> bool:
         if lower in self.cmp_forms:
@@ -232,7 +250,13 @@ class Linguistics:
             return True
         if lemma == lower or lower in self.not_sup or not lower.endswith("st") or len(lemma) < 2:
             return False
-        return lower in (lemma + "est", lemma + "st", lemma[:-1] + "iest", lemma[:-2] + "iest", lemma + lemma[-1] + "est")
+        return lower in (
+            lemma + "est",
+            lemma + "st",
+            lemma[:-1] + "iest",
+            lemma[:-2] + "iest",
+            lemma + lemma[-1] + "est",
+        )
 
     # -- documents ------------------------------------------------------------------
 
@@ -265,7 +289,9 @@ class Linguistics:
             for c in masked.split():
                 hit = chunks.get(c) or chunk(c)
                 if hit[1] and prev and any((a, b) in pairs for a in prev for b in hit[1]):
-                    out = [x for x in [get(o) or make(o) for o in tokenizer(masked).to_array(ORTH).tolist()] if not x.space]
+                    out = [
+                        x for x in [get(o) or make(o) for o in tokenizer(masked).to_array(ORTH).tolist()] if not x.space
+                    ]
                     break
                 out += hit[0]
                 prev = hit[2]
@@ -292,8 +318,15 @@ class Linguistics:
         from spacy.tokenizer import Tokenizer
 
         t = self.tokenizer
-        bare = Tokenizer(self.vocab, rules={}, prefix_search=t.prefix_search, suffix_search=t.suffix_search,
-                         infix_finditer=t.infix_finditer, token_match=t.token_match, url_match=t.url_match)
+        bare = Tokenizer(
+            self.vocab,
+            rules={},
+            prefix_search=t.prefix_search,
+            suffix_search=t.suffix_search,
+            infix_finditer=t.infix_finditer,
+            token_match=t.token_match,
+            url_match=t.url_match,
+        )
         self._bare = bare
         pairs = set()
         for s in t.rules:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import yaml
 
@@ -25,7 +26,17 @@ from guard.errors import ModelError
 #: Attribute names a pattern may use, mapped to the key prefix of FastMatcher.
 NATIVE_ATTRS = {"LOWER", "LIKE_NUM", "IS_ALPHA", "IS_DIGIT", "IS_PUNCT"}
 CUSTOM_ATTRS = {"guard_lemma", "guard_cmp", "guard_sup", "guard_slot", "guard_plural", "guard_past"}
-FLAG_ATTRS = {"LIKE_NUM", "IS_ALPHA", "IS_DIGIT", "IS_PUNCT", "guard_cmp", "guard_sup", "guard_slot", "guard_plural", "guard_past"}
+FLAG_ATTRS = {
+    "LIKE_NUM",
+    "IS_ALPHA",
+    "IS_DIGIT",
+    "IS_PUNCT",
+    "guard_cmp",
+    "guard_sup",
+    "guard_slot",
+    "guard_plural",
+    "guard_past",
+}
 VALUE_ATTRS = {"LOWER": "w", "guard_lemma": "l"}
 
 
@@ -52,7 +63,7 @@ class Lexicon:
     sha256: str
 
     @classmethod
-    def from_data(cls, data: dict[str, Any]) -> "Lexicon":
+    def from_data(cls, data: dict[str, Any]) -> Lexicon:
         try:
             classes = {k: frozenset(str(w).lower() for w in v) for k, v in data["classes"].items()}
             abstraction = tuple(data.get("abstraction", ()))

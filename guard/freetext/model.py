@@ -15,18 +15,34 @@ import hashlib
 import json
 import re
 import threading
+from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from functools import reduce
 from importlib import metadata
 from itertools import chain
 from operator import or_
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from guard.errors import ModelError
-from guard.freetext.featurize import BOS, COND, EOS, FEATURIZER_VERSION, GROUPS, LEAD, LONG, bi_features, clause_features, mask_slots, linguistics, tri_feature, uni_features
+from guard.freetext.featurize import (
+    BOS,
+    COND,
+    EOS,
+    FEATURIZER_VERSION,
+    GROUPS,
+    LEAD,
+    LONG,
+    Linguistics,
+    bi_features,
+    clause_features,
+    linguistics,
+    mask_slots,
+    tri_feature,
+    uni_features,
+)
 
 FORMAT_VERSION = 1
 #: Evidence units with a smaller weight (log-odds) are never shown as spans.
@@ -72,8 +88,16 @@ class FreeTextClassifier:
     ('comparative',)
     """
 
-    def __init__(self, labels: Sequence[str], thresholds: Sequence[float], vocabulary: dict[str, int],
-                 weights: np.ndarray, intercept: np.ndarray, groups: Sequence[str], lexicon: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        thresholds: Sequence[float],
+        vocabulary: dict[str, int],
+        weights: np.ndarray,
+        intercept: np.ndarray,
+        groups: Sequence[str],
+        lexicon: dict[str, Any],
+    ) -> None:
         self.labels = tuple(labels)
         self.thresholds = np.asarray(thresholds, dtype=np.float64)
         self.vocabulary = dict(vocabulary)
@@ -84,15 +108,21 @@ class FreeTextClassifier:
         self.format_version = FORMAT_VERSION
         self.featurizer_version = FEATURIZER_VERSION
         if self.weights.shape != (len(self.vocabulary), len(self.labels)):
-            raise ModelError(f"weights have shape {self.weights.shape}, expected {(len(self.vocabulary), len(self.labels))}")
+            raise ModelError(
+                f"weights have shape {self.weights.shape}, expected {(len(self.vocabulary), len(self.labels))}"
+            )
         if "bias" not in self.vocabulary:
             raise ModelError("vocabulary lacks the 'bias' feature")
 
     @classmethod
-    def from_estimators(cls, featurizer: Any, model: Any, labels: Sequence[str], thresholds: Sequence[float]) -> "FreeTextClassifier":
+    def from_estimators(
+        cls, featurizer: Any, model: Any, labels: Sequence[str], thresholds: Sequence[float]
+    ) -> FreeTextClassifier:
         """Compile a fitted SpacyFeaturizer + MultiLabelLogistic into the shipped form."""
         groups = GROUPS if featurizer.groups is None else tuple(featurizer.groups)
-        return cls(labels, thresholds, featurizer.vocabulary_, model.coef_.T, model.intercept_, groups, featurizer.lexicon_)
+        return cls(
+            labels, thresholds, featurizer.vocabulary_, model.coef_.T, model.intercept_, groups, featurizer.lexicon_
+        )
 
     # -- pickling: never the spaCy objects or caches ------------------------------------
 
@@ -104,18 +134,28 @@ class FreeTextClassifier:
 
     # -- prediction -----------------------------------------------------------------
 
-    @property
-    def _linguistics(self):
+    def prepare(self) -> Linguistics:
+        """Build the spaCy pipeline and the window caches now (each prediction calls it; the first one pays)."""
         ling = self.__dict__.get("_ling")
         if ling is None:
             ling = linguistics(self.lexicon)
-            windows = _Windows(self.vocabulary, self.weights.astype(np.float64).tolist(), frozenset(self.groups), ling.matcher)
+            windows = _Windows(
+                self.vocabulary, self.weights.astype(np.float64).tolist(), frozenset(self.groups), ling.matcher
+            )
             patterns, clauses = "patterns" in self.groups, "clauses" in self.groups
             # a long pattern's first three tokens, a condition word anywhere, or a reason word opening the
             # sentence may add columns after the windows' own
-            self.__dict__.update(_ling=ling, _groups=frozenset(self.groups), _windows=windows, _wsum={},
-                                 _lock=threading.Lock(), _patterns=patterns, _clauses=clauses,
-                                 _trigger=(LONG if patterns else 0) | (COND if clauses else 0), _lead=LEAD if clauses else 0)
+            self.__dict__.update(
+                _ling=ling,
+                _groups=frozenset(self.groups),
+                _windows=windows,
+                _wsum={},
+                _lock=threading.Lock(),
+                _patterns=patterns,
+                _clauses=clauses,
+                _trigger=(LONG if patterns else 0) | (COND if clauses else 0),
+                _lead=LEAD if clauses else 0,
+            )
         return ling
 
     def _window_ids(self, lexes: list) -> list[int]:
@@ -125,7 +165,7 @@ class FreeTextClassifier:
 
     def _columns(self, lexes: list) -> list[int]:
         """Columns of one sentence's known features (with repeats): the twin of Linguistics.features."""
-        self._linguistics
+        self.prepare()
         cols = [c for i in self._window_ids(lexes) for c in self._windows.cols[i]]
         return cols + self._tail(lexes, LONG | COND | LEAD)[1]
 
@@ -159,7 +199,7 @@ class FreeTextClassifier:
             self._wsum[cols] = w
         return w
 
-    def _batch(self, texts: list[str]) -> "_Batch":
+    def _batch(self, texts: list[str]) -> _Batch:
         """Scores of a batch, with what its evidence spans need.
 
         Per token, Python only looks its window up (a dict hit in C for a warm
@@ -167,7 +207,7 @@ class FreeTextClassifier:
         batch of BULK texts or more with numpy at once; either way in the order
         of the features, so the sums, and the scores, do not depend on the path.
         """
-        ling = self._linguistics
+        ling = self.prepare()
         windows = self._windows
         if len(windows) > _Windows.LIMIT:
             windows.reset()
@@ -212,7 +252,9 @@ class FreeTextClassifier:
                 cols += tail
         return np.asarray(cols, dtype=np.intp), col_starts
 
-    def _gather_bulk(self, ids: np.ndarray, starts: np.ndarray, docs: list, long: dict) -> tuple[np.ndarray, np.ndarray]:
+    def _gather_bulk(
+        self, ids: np.ndarray, starts: np.ndarray, docs: list, long: dict
+    ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_gather_each` with numpy: the windows' columns are gathered at once, and the few tails
         inserted after."""
         arr = self._windows.arrays()
@@ -261,7 +303,7 @@ class FreeTextClassifier:
         cycle collector paused: a batch keeps every sentence's lexemes alive until its spans are drawn,
         which would otherwise trigger collections that walk the large caches again and again (it creates
         no cycles)."""
-        self._linguistics
+        self.prepare()
         enabled = gc.isenabled()
         gc.disable()
         try:
@@ -274,31 +316,32 @@ class FreeTextClassifier:
     def _predict(self, texts: list[str], spans: bool) -> list[Prediction]:
         batch = self._batch(texts)
         z = batch.z
-        codes = ((z >= self._logit_thresholds) @ (1 << np.arange(len(self.labels)))).astype(np.intp)
-        label_sets = self._label_sets
+        codes = ((z >= self._logit_thresholds()) @ (1 << np.arange(len(self.labels)))).astype(np.intp)
+        label_sets = self._label_sets()
         evidence = self._spans(texts, batch, codes) if spans else [{}] * len(texts)
         probs = (1.0 / (1.0 + np.exp(-z))).tolist()
         labels_all = self.labels
-        return [Prediction(text, label_sets[code], dict(zip(labels_all, p)), ev)
-                for text, code, p, ev in zip(texts, codes.tolist(), probs, evidence)]
+        return [
+            Prediction(text, label_sets[code], dict(zip(labels_all, p)), ev)
+            for text, code, p, ev in zip(texts, codes.tolist(), probs, evidence)
+        ]
 
-    @property
     def _label_index(self) -> dict[str, int]:
         index = self.__dict__.get("_index")
         if index is None:
             index = self.__dict__["_index"] = {lab: j for j, lab in enumerate(self.labels)}
         return index
 
-    @property
     def _label_sets(self) -> list[tuple[str, ...]]:
         """Label tuple of every bit pattern of decisions (bit j = label j)."""
         sets = self.__dict__.get("_sets")
         if sets is None:
             n = len(self.labels)
-            sets = self.__dict__["_sets"] = [tuple(lab for j, lab in enumerate(self.labels) if code >> j & 1) for code in range(1 << n)]
+            sets = self.__dict__["_sets"] = [
+                tuple(lab for j, lab in enumerate(self.labels) if code >> j & 1) for code in range(1 << n)
+            ]
         return sets
 
-    @property
     def _logit_thresholds(self) -> np.ndarray:
         """The thresholds as log-odds, so decisions compare z directly (same result as prob >= t);
         recomputed only when the thresholds change."""
@@ -312,7 +355,7 @@ class FreeTextClassifier:
     def evidence(self, text: str, labels: Iterable[str] | None = None) -> dict[str, list[Span]]:
         """Which words pushed each label up (default: every label), as character spans."""
         labels = tuple(self.labels if labels is None else labels)
-        index = self._label_index
+        index = self._label_index()
         code = sum(1 << j for j in {index[lab] for lab in labels})
         with self._guard():
             found = self._spans([text], self._batch([text]), np.array([code], dtype=np.intp))[0]
@@ -322,7 +365,7 @@ class FreeTextClassifier:
     #: numpy's cost per call (some 80 µs) outweighs working text by text.
     BULK = 16
 
-    def _spans(self, texts: list[str], batch: "_Batch", codes: np.ndarray) -> list[dict[str, list[Span]]]:
+    def _spans(self, texts: list[str], batch: _Batch, codes: np.ndarray) -> list[dict[str, list[Span]]]:
         """Evidence spans of the labels in each text's code (bit j = label j): the three strongest
         units (a word, a word pair, three words, a pattern match), ranked as tuples (weight, from, to,
         trimmed from, trimmed to), those weighing at least 0.4 of the strongest kept, merged where
@@ -331,9 +374,11 @@ class FreeTextClassifier:
             return self._spans_each(texts, batch, codes)
         return self._spans_bulk(texts, batch, codes)
 
-    def _spans_each(self, texts: list[str], batch: "_Batch", codes: np.ndarray, top: int = 3) -> list[dict[str, list[Span]]]:
+    def _spans_each(
+        self, texts: list[str], batch: _Batch, codes: np.ndarray, top: int = 3
+    ) -> list[dict[str, list[Span]]]:
         """:meth:`_spans`, text by text in Python."""
-        units, index, label_sets = self._windows.units, self._label_index, self._label_sets
+        units, index, label_sets = self._windows.units, self._label_index(), self._label_sets()
         ids = batch.ids.tolist()
         bounds = batch.starts.tolist() + [len(ids)]
         out: list[dict[str, list[Span]]] = []
@@ -343,11 +388,15 @@ class FreeTextClassifier:
             if not code:
                 continue
             lexes = batch.lexes[i]
-            wins = [units[w] for w in ids[bounds[i] + 1:bounds[i + 1]]]
+            wins = [units[w] for w in ids[bounds[i] + 1 : bounds[i + 1]]]
             offsets: list[int] = []
             for lab in label_sets[code]:
                 j = index[lab]
-                cand = [(u[0], k + u[1], k + u[2], k + u[3], k + u[4]) for k, us in enumerate(wins) if (u := us[j]) is not None]
+                cand = [
+                    (u[0], k + u[1], k + u[2], k + u[3], k + u[4])
+                    for k, us in enumerate(wins)
+                    if (u := us[j]) is not None
+                ]
                 for name, s, e in batch.long.get(i, ()):
                     w = self._weight(self._windows.pattern_columns(name))
                     if w[j] >= MIN_EVIDENCE:
@@ -374,12 +423,14 @@ class FreeTextClassifier:
                     spans.append(Span(start, end, text[start:end]))
         return out
 
-    def _spans_bulk(self, texts: list[str], batch: "_Batch", codes: np.ndarray, top: int = 3) -> list[dict[str, list[Span]]]:
+    def _spans_bulk(
+        self, texts: list[str], batch: _Batch, codes: np.ndarray, top: int = 3
+    ) -> list[dict[str, list[Span]]]:
         """:meth:`_spans` for all texts and labels at once: units are ranked with numpy, and offsets
         come from the layout of the non-space characters; Python only turns the few chosen token
         ranges into spans."""
         n_labels = len(self.labels)
-        label_sets = self._label_sets
+        label_sets = self._label_sets()
         out: list[dict[str, list[Span]]] = [{lab: [] for lab in label_sets[c]} if c else {} for c in codes.tolist()]
         ids, starts, arr = batch.ids, batch.starts, self._windows.arrays()
         if not codes.any():
@@ -429,16 +480,25 @@ class FreeTextClassifier:
         chars = _NonSpace([texts[i] for i in shown.tolist()])
         k = np.searchsorted(shown, text_of)
         tiled = np.add.reduceat(xlen, starts)[text_of] == chars.count[k]
-        rows = zip(text_of.tolist(), (g % n_labels).tolist(), ts.tolist(), te.tolist(),
-                   chars.offsets(k, before[first_tok] - before[base], tiled).tolist(),
-                   chars.offsets(k, before[last_tok] - before[base], tiled).tolist(),
-                   xlen[last_tok].tolist(), arr.slot[ids[last_tok]].tolist(), tiled.tolist())
+        rows = zip(
+            text_of.tolist(),
+            (g % n_labels).tolist(),
+            ts.tolist(),
+            te.tolist(),
+            chars.offsets(k, before[first_tok] - before[base], tiled).tolist(),
+            chars.offsets(k, before[last_tok] - before[base], tiled).tolist(),
+            xlen[last_tok].tolist(),
+            arr.slot[ids[last_tok]].tolist(),
+            tiled.tolist(),
+        )
         labels = self.labels
         searched: dict[int, list[int]] = {}
         for i, j, s, e, start, last, n_last, slot, ok in rows:
             text = texts[i]
             if not ok:
-                offsets = searched.get(i) or searched.setdefault(i, self._offsets(text, batch.lexes[i], len(batch.lexes[i])))
+                offsets = searched.get(i) or searched.setdefault(
+                    i, self._offsets(text, batch.lexes[i], len(batch.lexes[i]))
+                )
                 start, last = offsets[s], offsets[e - 1]
             end = last + n_last
             if slot:
@@ -447,7 +507,7 @@ class FreeTextClassifier:
             out[i][labels[j]].append(Span(start, end, text[start:end]))
         return out
 
-    def _long_units(self, batch: "_Batch", want: np.ndarray) -> list[tuple]:
+    def _long_units(self, batch: _Batch, want: np.ndarray) -> list[tuple]:
         """(group, weight, from, to, trimmed from, trimmed to) of the long pattern matches."""
         rows = []
         n_labels = len(self.labels)
@@ -486,10 +546,13 @@ class FreeTextClassifier:
 
     def explain(self, text: str) -> list[tuple[str, str, dict[str, float]]]:
         """Every known feature of a text with the words behind it and its weight per label."""
-        return [(f, text[s:e], {lab: float(w[j]) for j, lab in enumerate(self.labels)}) for f, w, s, e in self._located(text)]
+        return [
+            (f, text[s:e], {lab: float(w[j]) for j, lab in enumerate(self.labels)})
+            for f, w, s, e in self._located(text)
+        ]
 
     def _located(self, text: str) -> list[tuple[str, np.ndarray, int, int]]:
-        ling = self._linguistics
+        ling = self.prepare()
         seen: set[tuple[str, int, int]] = set()
         out = []
         for f, s, e in ling.located_features(text, self._groups):
@@ -544,7 +607,9 @@ class _Windows(dict):
     #: 40,892 windows of 31,000 distinct sentences), so the cache stays under about 200 MB.
     LIMIT = 200_000
 
-    def __init__(self, vocabulary: dict[str, int], wlist: list[list[float]], groups: frozenset[str], matcher: Any) -> None:
+    def __init__(
+        self, vocabulary: dict[str, int], wlist: list[list[float]], groups: frozenset[str], matcher: Any
+    ) -> None:
         super().__init__()
         self.vocabulary, self.wlist, self.groups, self.matcher = vocabulary, wlist, groups, matcher
         self.n_labels = len(wlist[0]) if wlist else 0
@@ -565,9 +630,16 @@ class _Windows(dict):
         self._pending: list[tuple] = [(0, False, None)]
         self._synced = 0
         self._n_cols = 0
-        self._arrays = _Arrays(np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, np.int64),
-                               np.zeros(0, np.intp), np.zeros(0, bool), np.zeros((0, self.n_labels)),
-                               np.zeros((0, self.n_labels, 4), np.intp))
+        self._arrays = _Arrays(
+            np.zeros(0, np.intp),
+            np.zeros(0, np.intp),
+            np.zeros(0, np.intp),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.intp),
+            np.zeros(0, bool),
+            np.zeros((0, self.n_labels)),
+            np.zeros((0, self.n_labels, 4), np.intp),
+        )
 
     def __missing__(self, key: tuple) -> int:
         a, b, x = key
@@ -663,16 +735,28 @@ class _Windows(dict):
             rows, self._pending = self._pending, []
             evw, ext = _grown(old.evw, done, (), n), _grown(old.ext, done, (), n)
             evw[done:n], ext[done:n] = -np.inf, 0
-            found = [(i, j, u) for i, r in enumerate(rows, done) if r[2] is not None for j, u in enumerate(r[2]) if u is not None]
+            found = [
+                (i, j, u)
+                for i, r in enumerate(rows, done)
+                if r[2] is not None
+                for j, u in enumerate(r[2])
+                if u is not None
+            ]
             if found:
                 at, label, units = zip(*found)
                 values = np.array(units)
                 evw[at, label] = values[:, 0]
                 ext[at, label] = values[:, 1:]
             self._arrays = _Arrays(
-                _grown(old.colflat, self._n_cols, flat), _grown(old.ptr, done, ptr), _grown(old.lens, done, lens),
-                _grown(old.flags, done, self.flags[done:n]), _grown(old.xlen, done, [r[0] for r in rows]),
-                _grown(old.slot, done, [r[1] for r in rows]), evw, ext)
+                _grown(old.colflat, self._n_cols, flat),
+                _grown(old.ptr, done, ptr),
+                _grown(old.lens, done, lens),
+                _grown(old.flags, done, self.flags[done:n]),
+                _grown(old.xlen, done, [r[0] for r in rows]),
+                _grown(old.slot, done, [r[1] for r in rows]),
+                evw,
+                ext,
+            )
             self._synced, self._n_cols = n, self._n_cols + len(flat)
         return self._arrays
 
@@ -772,17 +856,19 @@ def save(clf: FreeTextClassifier, path: str | Path, card: dict[str, Any]) -> dic
     path.parent.mkdir(parents=True, exist_ok=True)
     joblib.dump(clf, path, compress=3)
     full = dict(card)
-    full.update({
-        "name": path.stem,
-        "format_version": FORMAT_VERSION,
-        "featurizer_version": clf.featurizer_version,
-        "labels": list(clf.labels),
-        "thresholds": {lab: round(float(t), 4) for lab, t in zip(clf.labels, clf.thresholds)},
-        "libraries": library_versions(),
-        "n_features": len(clf.vocabulary),
-        "feature_groups": list(clf.groups),
-        "model_file": {"name": path.name, "sha256": file_sha256(path), "bytes": path.stat().st_size},
-    })
+    full.update(
+        {
+            "name": path.stem,
+            "format_version": FORMAT_VERSION,
+            "featurizer_version": clf.featurizer_version,
+            "labels": list(clf.labels),
+            "thresholds": {lab: round(float(t), 4) for lab, t in zip(clf.labels, clf.thresholds)},
+            "libraries": library_versions(),
+            "n_features": len(clf.vocabulary),
+            "feature_groups": list(clf.groups),
+            "model_file": {"name": path.name, "sha256": file_sha256(path), "bytes": path.stat().st_size},
+        }
+    )
     card_path(path).write_text(json.dumps(full, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     return full
 
@@ -807,7 +893,10 @@ def check_card(card: dict[str, Any], path: str | Path, *, installed: dict[str, s
     if card.get("format_version") != FORMAT_VERSION:
         problems.append(f"format_version is {card.get('format_version')!r}, this guard reads {FORMAT_VERSION}")
     if card.get("featurizer_version") != FEATURIZER_VERSION:
-        problems.append(f"featurizer_version is {card.get('featurizer_version')!r}, this guard computes version {FEATURIZER_VERSION} features (retrain with `guard train`)")
+        problems.append(
+            f"featurizer_version is {card.get('featurizer_version')!r}, this guard computes version "
+            f"{FEATURIZER_VERSION} features (retrain with `guard train`)"
+        )
     if card.get("labels") != list(_labels()):
         problems.append(f"labels are {card.get('labels')!r}, this guard expects {list(_labels())}")
     installed = installed or library_versions()
@@ -817,7 +906,10 @@ def check_card(card: dict[str, Any], path: str | Path, *, installed: dict[str, s
         if want is None:
             problems.append(f"the card does not record the {lib} version")
         elif _release(want, parts) != _release(have, parts):
-            problems.append(f"trained with {lib} {want}, installed is {have} (the first {parts} version part(s) must match; retrain with `guard train`)")
+            problems.append(
+                f"trained with {lib} {want}, installed is {have} (the first {parts} version part(s) must match; "
+                f"retrain with `guard train`)"
+            )
     mf = card.get("model_file") or {}
     if mf.get("sha256") and Path(path).is_file() and file_sha256(path) != mf["sha256"]:
         problems.append(f"{Path(path).name} does not match the sha256 in its card (file replaced or corrupt)")
@@ -853,9 +945,15 @@ def load(path: str | Path | None = None) -> FreeTextClassifier:
     if not isinstance(clf, FreeTextClassifier):
         raise ModelError(f"{path} holds a {type(clf).__name__}, not a FreeTextClassifier", location=str(path))
     if getattr(clf, "featurizer_version", None) != card.get("featurizer_version"):
-        raise ModelError(f"{path} was built with featurizer version {getattr(clf, 'featurizer_version', None)!r} but its card says {card.get('featurizer_version')!r}", location=str(path))
+        raise ModelError(
+            f"{path} was built with featurizer version {getattr(clf, 'featurizer_version', None)!r} but its "
+            f"card says {card.get('featurizer_version')!r}",
+            location=str(path),
+        )
     if list(clf.labels) != card["labels"]:
-        raise ModelError(f"{path} predicts labels {list(clf.labels)} but its card says {card['labels']}", location=str(path))
+        raise ModelError(
+            f"{path} predicts labels {list(clf.labels)} but its card says {card['labels']}", location=str(path)
+        )
     thr = card.get("thresholds", {})
     if any(abs(float(thr.get(lab, -1)) - float(t)) > 1e-3 for lab, t in zip(clf.labels, clf.thresholds)):
         raise ModelError(f"{path} thresholds differ from its card", location=str(path))

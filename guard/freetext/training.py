@@ -16,10 +16,11 @@ import itertools
 import json
 import random
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,15 @@ def label_metrics(Y: np.ndarray, P: np.ndarray, labels: Sequence[str] = LABELS) 
         prec = tp / (tp + fp) if tp + fp else 0.0
         rec = tp / (tp + fn) if tp + fn else 0.0
         f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
-        out[lab] = {"precision": round(prec, 4), "recall": round(rec, 4), "f1": round(f1, 4), "support": int(y.sum()), "tp": tp, "fp": fp, "fn": fn}
+        out[lab] = {
+            "precision": round(prec, 4),
+            "recall": round(rec, 4),
+            "f1": round(f1, 4),
+            "support": int(y.sum()),
+            "tp": tp,
+            "fp": fp,
+            "fn": fn,
+        }
     return out
 
 
@@ -92,7 +101,9 @@ def _strata(Y: np.ndarray, folds: int) -> list[str]:
     return [k if counts[k] >= folds else fallback for k in keys]
 
 
-def _fold_score(params: dict[str, Any], texts: list[str], Y: np.ndarray, tr: np.ndarray, te: np.ndarray) -> tuple[dict, float]:
+def _fold_score(
+    params: dict[str, Any], texts: list[str], Y: np.ndarray, tr: np.ndarray, te: np.ndarray
+) -> tuple[dict, float]:
     pipe = pipeline(**params)
     pipe.fit([texts[i] for i in tr], Y[tr])
     P = pipe.predict([texts[i] for i in te])
@@ -100,8 +111,16 @@ def _fold_score(params: dict[str, Any], texts: list[str], Y: np.ndarray, tr: np.
     return params, float(np.mean([v["f1"] for v in m.values()]))
 
 
-def cross_validate(texts: list[str], Y: np.ndarray, *, grid: dict[str, Sequence[Any]] | None = None, folds: int = 5,
-                   jobs: int = 1, seed: int = 0, on_step: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def cross_validate(
+    texts: list[str],
+    Y: np.ndarray,
+    *,
+    grid: dict[str, Sequence[Any]] | None = None,
+    folds: int = 5,
+    jobs: int = 1,
+    seed: int = 0,
+    on_step: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
     """Stratified k-fold CV of every grid point; returns the best params and all mean macro-F1 scores."""
     from joblib import Parallel, delayed
     from sklearn.model_selection import StratifiedKFold
@@ -113,10 +132,11 @@ def cross_validate(texts: list[str], Y: np.ndarray, *, grid: dict[str, Sequence[
     splits = list(skf.split(np.zeros(len(texts)), _strata(Y, folds)))
     tasks = [(p, tr, te) for p in points for tr, te in splits]
     scores: dict[str, list[float]] = {json.dumps(p, sort_keys=True): [] for p in points}
-    done = 0
-    for params, score in Parallel(n_jobs=jobs, return_as="generator_unordered")(delayed(_fold_score)(p, texts, Y, tr, te) for p, tr, te in tasks):
+    runs = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+        delayed(_fold_score)(p, texts, Y, tr, te) for p, tr, te in tasks
+    )
+    for done, (params, score) in enumerate(runs, 1):
         scores[json.dumps(params, sort_keys=True)].append(score)
-        done += 1
         if on_step:
             on_step(done, len(tasks))
     means = {k: round(float(np.mean(v)), 4) for k, v in scores.items()}
@@ -124,12 +144,19 @@ def cross_validate(texts: list[str], Y: np.ndarray, *, grid: dict[str, Sequence[
     return {"folds": folds, "best": json.loads(best), "mean_macro_f1": means}
 
 
-def train(corpus: str | Path, *, jobs: int = 1, folds: int = 5, grid: dict[str, Sequence[Any]] | None = None,
-          sample: int | None = None, seed: int = 0, refit_on_dev: bool = True,
-          on_step: Callable[[int, int], None] | None = None) -> TrainResult:
+def train(
+    corpus: str | Path,
+    *,
+    jobs: int = 1,
+    folds: int = 5,
+    grid: dict[str, Sequence[Any]] | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    refit_on_dev: bool = True,
+    on_step: Callable[[int, int], None] | None = None,
+) -> TrainResult:
     """Train, evaluate and compare with the baselines; nothing is written (see :func:`write`)."""
     from guard.freetext.baselines import KeywordBaseline, bag_of_words
-    from guard.freetext.estimators import MultiLabelLogistic
     from guard.freetext.lexicon import default_lexicon
     from guard.freetext.model import FreeTextClassifier
 
@@ -178,12 +205,18 @@ def train(corpus: str | Path, *, jobs: int = 1, folds: int = 5, grid: dict[str, 
     from guard import __version__
 
     card = {
-        "created": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        "created": datetime.now(UTC).replace(microsecond=0).isoformat(),
         "guard_version": __version__,
-        "corpus": {"path": str(corpus), "sha256": corpus_sha256(corpus), "sample": sample, "summary": summary(examples)},
+        "corpus": {
+            "path": str(corpus),
+            "sha256": corpus_sha256(corpus),
+            "sample": sample,
+            "summary": summary(examples),
+        },
         "lexicon_sha256": _lexicon_sha(featurizer.lexicon_),
         "training": {
-            "protocol": "CV on train selects hyper-parameters; thresholds tuned on dev; refit on train+dev; measured on test",
+            "protocol": "CV on train selects hyper-parameters; thresholds tuned on dev; refit on train+dev; "
+            "measured on test",
             "estimator": "SpacyFeaturizer + MultiLabelLogistic (liblinear, class_weight=balanced)",
             "params": best,
             "fit_on": fit_on,
@@ -231,13 +264,30 @@ def report_table(card: dict[str, Any]):
     from rich.table import Table
 
     t = Table(title="free-text classifier: precision / recall / F1 per label", show_lines=False)
-    for col in ("split", "label", "model P", "model R", "model F1", "keyword F1", "bag-of-words F1", "support", "beats both"):
+    for col in (
+        "split",
+        "label",
+        "model P",
+        "model R",
+        "model F1",
+        "keyword F1",
+        "bag-of-words F1",
+        "support",
+        "beats both",
+    ):
         t.add_column(col, justify="right" if col not in ("split", "label") else "left")
     for s in ("dev", "test"):
         for lab in card["metrics"][s]:
             m = card["metrics"][s][lab]
-            t.add_row(s, lab, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}",
-                      f"{card['baselines']['keyword'][s][lab]['f1']:.3f}",
-                      f"{card['baselines']['bag_of_words'][s][lab]['f1']:.3f}", str(m["support"]),
-                      "yes" if card["beats_baselines"][s][lab] else "NO")
+            t.add_row(
+                s,
+                lab,
+                f"{m['precision']:.3f}",
+                f"{m['recall']:.3f}",
+                f"{m['f1']:.3f}",
+                f"{card['baselines']['keyword'][s][lab]['f1']:.3f}",
+                f"{card['baselines']['bag_of_words'][s][lab]['f1']:.3f}",
+                str(m["support"]),
+                "yes" if card["beats_baselines"][s][lab] else "NO",
+            )
     return t

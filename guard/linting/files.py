@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from guard.linting.runner import LintResult, Stage, lint, lint_payload
 
@@ -20,8 +21,7 @@ def parse_slot_types(items: Sequence[str]) -> dict[str, str]:
     for item in items:
         name, sep, kind = item.partition("=")
         if not sep or not name.strip() or not kind.strip():
-            raise PayloadError(f"--slot-type {item!r} must look like NAME=TYPE, e.g. eta=date",
-                               location="--slot-type")
+            raise PayloadError(f"--slot-type {item!r} must look like NAME=TYPE, e.g. eta=date", location="--slot-type")
         out[name.strip()] = kind.strip()
     return out
 
@@ -55,8 +55,13 @@ def find_templates(paths: Sequence[Any]) -> list[Any]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in TEMPLATE_SUFFIXES
-                              and not f.name.endswith(SIDECAR_SUFFIX)))
+            out.extend(
+                sorted(
+                    f
+                    for f in p.rglob("*")
+                    if f.is_file() and f.suffix in TEMPLATE_SUFFIXES and not f.name.endswith(SIDECAR_SUFFIX)
+                )
+            )
         else:
             out.append(p)
     return out
@@ -99,5 +104,12 @@ def lint_file(
     return FileLint(str(path), text, text, False, result)
 
 
-__all__ = ["parse_slot_types", "read_sidecar", "find_templates", "lint_file", "FileLint", "SIDECAR_SUFFIX",
-            "TEMPLATE_SUFFIXES"]
+__all__ = [
+    "parse_slot_types",
+    "read_sidecar",
+    "find_templates",
+    "lint_file",
+    "FileLint",
+    "SIDECAR_SUFFIX",
+    "TEMPLATE_SUFFIXES",
+]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from guard.findings import Finding
+from guard.linting.registry import Check, Mode, Stage, StageSetup, register
+from guard.linting.runner import LintContext
 
 CODES = {"comparative": "T301", "quantity": "T302", "causal": "T303"}
 WHAT = {"comparative": "a comparison", "quantity": "a quantity", "causal": "a causal claim"}
@@ -18,6 +20,7 @@ def load_classifier(path: Any = None) -> Any:
 
 
 def freetext_findings(template: str, classifier: Any) -> list[Finding]:
+    """T3xx findings for each sentence the classifier labels, with the evidence it used."""
     from guard.shapes.text import split_sentences
 
     sentences = split_sentences(template)
@@ -34,25 +37,53 @@ def freetext_findings(template: str, classifier: Any) -> list[Finding]:
             if spans:
                 start, end = sent.start + spans[0].start, sent.start + spans[0].end
                 evidence = ", ".join(f"'{s.text}'" for s in spans[:3])
-                msg = f"sentence {sent.index + 1} states {WHAT[label]} in free text ({evidence}); put the fact in a slot"
+                msg = (
+                    f"sentence {sent.index + 1} states {WHAT[label]} in free text ({evidence}); put the fact in a slot"
+                )
             else:
                 start, end = sent.start, sent.end
                 msg = f"sentence {sent.index + 1} states {WHAT[label]} in free text; put the fact in a slot"
-            findings.append(Finding.make(
-                code, msg, sentence=sent.index, start=start, end=end,
-                data={"label": label, "score": round(float(pred.scores.get(label, 0.0)), 4),
-                      "spans": [{"start": sent.start + s.start, "end": sent.start + s.end, "text": s.text}
-                                for s in spans]}))
+            findings.append(
+                Finding.make(
+                    code,
+                    msg,
+                    sentence=sent.index,
+                    start=start,
+                    end=end,
+                    data={
+                        "label": label,
+                        "score": round(float(pred.scores.get(label, 0.0)), 4),
+                        "spans": [
+                            {"start": sent.start + s.start, "end": sent.start + s.end, "text": s.text} for s in spans
+                        ],
+                    },
+                )
+            )
     return findings
 
 
-def freetext_stage(classifier: Any):
-    """A lint stage bound to a loaded classifier."""
+def freetext_stage(classifier: Any) -> Check:
+    """A lint check bound to a loaded classifier."""
 
-    def stage(ctx) -> list[Finding]:
+    def check(ctx: LintContext) -> list[Finding]:
         return freetext_findings(ctx.template, classifier)
 
-    return stage
+    return check
 
 
-__all__ = ["load_classifier", "freetext_findings", "freetext_stage", "CODES"]
+def build(setup: StageSetup) -> Check:
+    """Loads the classifier now (the shipped one unless the setup brings one): a missing model fails at start-up."""
+    return freetext_stage(setup.classifier if setup.classifier is not None else load_classifier())
+
+
+STAGE = register(
+    Stage(
+        "freetext",
+        build,
+        codes=tuple(CODES.values()),
+        refusal="sentence {n} makes a claim outside the verified facts",
+        default_mode=Mode.ENFORCE,
+    )
+)
+
+__all__ = ["load_classifier", "freetext_findings", "freetext_stage", "build", "CODES", "STAGE"]

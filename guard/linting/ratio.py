@@ -14,6 +14,8 @@ import regex
 from pydantic import BaseModel, ConfigDict, Field
 
 from guard.findings import Finding
+from guard.linting.registry import Check, Mode, Stage, StageSetup, register
+from guard.linting.runner import LintContext
 from guard.payload import scan_template
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+(?:['\u2019\-][\p{L}\p{N}]+)*")
@@ -30,6 +32,8 @@ class RatioThresholds(BaseModel):
 
 @dataclass(frozen=True)
 class RatioReport:
+    """How much prose surrounds the slots, over the template and per sentence."""
+
     prose_words: int
     slots: int
     prose_per_slot: float
@@ -43,9 +47,15 @@ class RatioReport:
         return sum(1 for _, s in self.sentence_words if s) / n if n else 0.0
 
     def to_dict(self) -> dict[str, object]:
+        """As plain JSON values."""
         ratio = self.prose_per_slot if self.prose_per_slot != float("inf") else None
-        return {"prose_words": self.prose_words, "slots": self.slots, "prose_per_slot": ratio,
-                "sentences_without_slot": self.sentences_without_slot, "coverage": round(self.coverage, 4)}
+        return {
+            "prose_words": self.prose_words,
+            "slots": self.slots,
+            "prose_per_slot": ratio,
+            "sentences_without_slot": self.sentences_without_slot,
+            "coverage": round(self.coverage, 4),
+        }
 
 
 def measure(template: str) -> RatioReport:
@@ -57,9 +67,9 @@ def measure(template: str) -> RatioReport:
     total_words = 0
     for sent in split_sentences(template):
         inside = [s for s in slots if sent.start <= s.start and s.end <= sent.end]
-        prose = template[sent.start:sent.end]
+        prose = template[sent.start : sent.end]
         for s in sorted(inside, key=lambda s: -s.start):
-            prose = prose[: s.start - sent.start] + " " + prose[s.end - sent.start:]
+            prose = prose[: s.start - sent.start] + " " + prose[s.end - sent.start :]
         words = len(_WORD.findall(prose))
         total_words += words
         per_sentence.append((words, len(inside)))
@@ -69,6 +79,7 @@ def measure(template: str) -> RatioReport:
 
 
 def ratio_findings(template: str, thresholds: RatioThresholds | None = None) -> tuple[RatioReport, list[Finding]]:
+    """The measures and the R4xx findings over ``thresholds``."""
     from guard.shapes.text import split_sentences
 
     t = thresholds or RatioThresholds()
@@ -76,28 +87,56 @@ def ratio_findings(template: str, thresholds: RatioThresholds | None = None) -> 
     findings: list[Finding] = []
     if report.prose_per_slot > t.max_prose_per_slot:
         shown = "no slot" if report.slots == 0 else f"{report.prose_per_slot:.1f} prose words per slot"
-        findings.append(Finding.make(
-            "R401", f"{report.prose_words} words of prose around {report.slots} slot(s) ({shown}); the limit is "
-                    f"{t.max_prose_per_slot:g} per slot: state facts through slots",
-            start=0, end=len(template), data=report.to_dict()))
+        findings.append(
+            Finding.make(
+                "R401",
+                f"{report.prose_words} words of prose around {report.slots} slot(s) ({shown}); the limit is "
+                f"{t.max_prose_per_slot:g} per slot: state facts through slots",
+                start=0,
+                end=len(template),
+                data=report.to_dict(),
+            )
+        )
     for sent, (words, slots) in zip(split_sentences(template), report.sentence_words):
         if slots == 0 and words > t.max_words_without_slot:
-            findings.append(Finding.make(
-                "R402", f"sentence {sent.index + 1} has {words} words and no slot; the limit is "
-                        f"{t.max_words_without_slot}", sentence=sent.index, start=sent.start, end=sent.end,
-                data={"words": words}))
+            findings.append(
+                Finding.make(
+                    "R402",
+                    f"sentence {sent.index + 1} has {words} words and no slot; the limit is {t.max_words_without_slot}",
+                    sentence=sent.index,
+                    start=sent.start,
+                    end=sent.end,
+                    data={"words": words},
+                )
+            )
     return report, findings
 
 
-__all__ = ["RatioThresholds", "RatioReport", "measure", "ratio_findings"]
+def ratio_stage(thresholds: RatioThresholds | None = None) -> Check:
+    """A lint check that also leaves its measures in ``ctx.extra['ratio']`` (the decision event reports them)."""
 
-
-def ratio_stage(thresholds: RatioThresholds | None = None):
-    """A lint stage (``LintContext -> findings``) that also leaves its measures in ``ctx.extra['ratio']``."""
-
-    def stage(ctx) -> list[Finding]:
+    def check(ctx: LintContext) -> list[Finding]:
         report, findings = ratio_findings(ctx.template, thresholds)
         ctx.extra["ratio"] = report
         return findings
 
-    return stage
+    return check
+
+
+def build(setup: StageSetup) -> Check:
+    """The ratio check with the domain's thresholds."""
+    return ratio_stage(setup.options.get("model"))
+
+
+STAGE = register(
+    Stage(
+        "ratio",
+        build,
+        codes=("R401", "R402"),
+        refusal="it has too much text around its verified facts",
+        default_mode=Mode.REPORT,
+        options=RatioThresholds,
+    )
+)
+
+__all__ = ["RatioThresholds", "RatioReport", "measure", "ratio_findings", "ratio_stage", "build", "STAGE"]

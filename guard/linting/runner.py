@@ -1,10 +1,9 @@
-"""Lint an answer template: the public facade over the lint stages.
+"""Lint an answer template: run the registered stages in order over one shared context.
 
-A lint run is a list of stages, each a function ``(LintContext) -> list[Finding]``
-run in order over one shared context: format safety of the slots (``F1xx``),
-then approved sentence shapes (``S2xx``). Later stages (free text ``T3xx``,
-slot ratio ``R4xx``) plug in by appending to :data:`STAGES` or by passing
-``stages=``.
+A check is ``(LintContext) -> list[Finding]``; the stages that build checks are
+registered in :mod:`guard.linting.registry`. :func:`lint` runs format and shape
+by default; :func:`default_stages` adds the free-text classifier and the slot
+ratio, as ``guard lint`` does.
 
 >>> r = lint("Your order {order_id} shipped on {ship_date}.", domain="orders",
 ...          slot_types={"order_id": "identifier", "ship_date": "date"})
@@ -14,8 +13,9 @@ slot ratio ``R4xx``) plug in by appending to :data:`STAGES` or by passing
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from guard.findings import Finding, Severity
 
@@ -36,34 +36,7 @@ class LintContext:
 
 
 Stage = Callable[[LintContext], list[Finding]]
-
-
-def format_stage(ctx: LintContext) -> list[Finding]:
-    """F1xx: unsafe slots; with a payload, claims no slot uses."""
-    from guard.payload import scan_template, unused_claims
-
-    ctx.slots, found = scan_template(ctx.template)
-    if ctx.payload is not None:
-        found = found + unused_claims(ctx.payload)
-    return found
-
-
-def shape_stage(ctx: LintContext) -> list[Finding]:
-    """S2xx: every sentence must parse as an approved shape of the domain."""
-    from guard.shapes import load_grammar, validate_template
-
-    grammar = load_grammar(ctx.domain, grammar_dir=ctx.grammar_dir)
-    skip = [(f.start, f.end) for f in ctx.findings if f.stage == "format" and f.severity == Severity.ERROR]
-    report = validate_template(ctx.template, grammar, ctx.slots, ctx.slot_types, skip)
-    ctx.sentences = report.sentences
-    return report.findings
-
-
-STAGES: list[tuple[str, Stage]] = [
-    ("format", format_stage),
-    ("shape", shape_stage),
-]
-"""The default stages, in order. Each is ``(name, function)``."""
+"""A built check (see :class:`guard.linting.registry.Stage` for the registered stage that builds it)."""
 
 
 @dataclass(frozen=True)
@@ -74,16 +47,21 @@ class LintResult:
     domain: str
     findings: list[Finding]
     sentences: list[Any]
+    measures: Mapping[str, Any] = field(default_factory=dict)
+    """What stages measured besides findings (``ratio``: the slot-ratio report)."""
 
     @property
     def ok(self) -> bool:
+        """No finding of error severity."""
         return not any(f.severity == Severity.ERROR for f in self.findings)
 
     @property
     def shapes(self) -> list[str | None]:
+        """The shape each sentence matched (None where none did)."""
         return [s.shape for s in self.sentences]
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON values."""
         return {
             "ok": self.ok,
             "domain": self.domain,
@@ -93,10 +71,18 @@ class LintResult:
 
 
 def run_stages(ctx: LintContext, stages: Sequence[tuple[str, Stage]] | None = None) -> LintResult:
-    for _name, stage in stages if stages is not None else STAGES:
-        ctx.findings.extend(stage(ctx))
+    """Run ``stages`` (default: format and shape) in order; findings sorted by where they are."""
+    for _name, check in stages if stages is not None else base_stages():
+        ctx.findings.extend(check(ctx))
     ordered = sorted(ctx.findings, key=lambda f: (f.start, f.end, f.code))
-    return LintResult(ctx.template, ctx.domain, ordered, list(ctx.sentences))
+    return LintResult(ctx.template, ctx.domain, ordered, list(ctx.sentences), dict(ctx.extra))
+
+
+def base_stages() -> list[tuple[str, Stage]]:
+    """Format and shape: what :func:`lint` runs unless told otherwise (they need no setup)."""
+    from guard.linting import format, shapes
+
+    return [("format", format.check), ("shape", shapes.check)]
 
 
 def lint(
@@ -141,10 +127,18 @@ def lint_payload(
         ctx = LintContext(template, domain, types, grammar_dir)
 
         def unclaimed(ctx: LintContext) -> list[Finding]:
-            return [Finding.make("F107", f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
-                                 start=s.start, end=s.end) for s in ctx.slots if s.name not in types]
+            return [
+                Finding.make(
+                    "F107",
+                    f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
+                    start=s.start,
+                    end=s.end,
+                )
+                for s in ctx.slots
+                if s.name not in types
+            ]
 
-        chosen = list(stages if stages is not None else STAGES)
+        chosen = list(stages if stages is not None else base_stages())
         return run_stages(ctx, chosen[:1] + [("claims", unclaimed)] + chosen[1:])
     types = {c.key: c.type.value for c in p.claims}
     ctx = LintContext(p.answer_template, domain, types, grammar_dir, payload=p)
@@ -166,31 +160,44 @@ def _lenient(payload: Any) -> tuple[str | None, dict[str, str]]:
     if not isinstance(data, dict) or not isinstance(data.get("answer_template"), str):
         return None, {}
     known = {t.value for t in ClaimType}
-    types = {c["key"]: c["type"] for c in data.get("claims") or [] if isinstance(c, dict)
-             and isinstance(c.get("key"), str) and c.get("type") in known}
+    types = {
+        c["key"]: c["type"]
+        for c in data.get("claims") or []
+        if isinstance(c, dict) and isinstance(c.get("key"), str) and c.get("type") in known
+    }
     return data["answer_template"], types
 
 
-def default_stages(*, freetext: bool | None = None, ratio: bool = True, thresholds: Any = None,
-                   classifier: Any = None) -> list[tuple[str, Stage]]:
+def default_stages(
+    *,
+    freetext: bool | None = None,
+    ratio: bool = True,
+    thresholds: Any = None,
+    classifier: Any = None,
+    domain: str | None = None,
+    grammar_dir: Any = None,
+) -> list[tuple[str, Stage]]:
     """Format and shape, plus the free-text classifier (``None``: when the shipped model is present) and the
-    slot-ratio monitor."""
-    stages = list(STAGES)
+    slot-ratio monitor, built through the stage registry."""
+    from guard.linting.registry import StageSetup, build
+
     if freetext is None:
         from guard.freetext.model import default_model_path
 
         freetext = classifier is not None or default_model_path().is_file()
+    selected: dict[str, Any] = {"format": None}
+    if domain:
+        selected["shape"] = None
     if freetext:
-        from guard.linting.freetext import freetext_stage, load_classifier
-
-        stages.append(("freetext", freetext_stage(classifier or load_classifier())))
+        selected["freetext"] = None
     if ratio:
-        from guard.linting.ratio import ratio_stage
+        selected["ratio"] = thresholds
+    checks = build(selected, StageSetup(domain=domain, grammar_dir=grammar_dir, classifier=classifier))
+    if not domain:
+        from guard.linting import shapes
 
-        stages.append(("ratio", ratio_stage(thresholds)))
-    return stages
+        checks.insert(1, ("shape", shapes.check))
+    return checks
 
 
-__all__ = ["lint", "lint_payload", "default_stages", "LintResult", "LintContext", "Stage", "STAGES", "format_stage", "shape_stage",
-           "run_stages"]
-
+__all__ = ["lint", "lint_payload", "default_stages", "LintResult", "LintContext", "Stage", "run_stages", "base_stages"]

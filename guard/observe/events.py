@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gzip
 import json
@@ -35,7 +36,7 @@ import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=s
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def _encode(event: Mapping[str, Any], include_values: bool) -> bytes:
@@ -118,10 +119,8 @@ class EventLog:
     def _close_fds(self) -> None:
         for fd in (self._fd, self._lock_fd):
             if fd is not None:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
         self._fd = self._lock_fd = None
 
     def _reopen_log(self) -> None:
@@ -195,7 +194,7 @@ class EventLog:
                     if written < len(line):  # rare on a regular file (a signal, a full disk): finish under the lock
                         view = memoryview(line)[written:]
                         while view:
-                            view = view[os.write(self._fd, view):]
+                            view = view[os.write(self._fd, view) :]
                 finally:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             except OSError as exc:
@@ -207,17 +206,15 @@ class EventLog:
                 self._close_fds()
                 self._closed = True
 
-    def __enter__(self) -> "EventLog":
+    def __enter__(self) -> EventLog:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
-        try:
+        with contextlib.suppress(Exception):
             self._close_fds()
-        except Exception:
-            pass
 
 
 # -- reading -------------------------------------------------------------------

@@ -8,6 +8,7 @@ names are the contract with ``deploy/prometheus/guard-alerts.yml``::
     guard_claims_total{entity, field, status}
     guard_decisions_total{action}
     guard_lint_findings_total{code}
+    guard_lint_cache_total{result}  (hit or miss of the gate's per-template lint cache)
     guard_prose_per_slot            (histogram of prose words per slot)
 
 Example::
@@ -69,16 +70,28 @@ class Metrics:
                 registry=self.registry,
             )
             self.decisions = Counter(
-                "guard_decisions", "Decisions by action (answer, refuse, regenerate_from_facts).", ["action"],
+                "guard_decisions",
+                "Decisions by action (answer, refuse, regenerate_from_facts).",
+                ["action"],
                 registry=self.registry,
             )
             self.findings = Counter(
-                "guard_lint_findings", "Lint findings by code (F1xx, S2xx, T3xx, R4xx).", ["code"],
+                "guard_lint_findings",
+                "Lint findings by code (F1xx, S2xx, T3xx, R4xx).",
+                ["code"],
+                registry=self.registry,
+            )
+            self.lint_cache = Counter(
+                "guard_lint_cache",
+                "Lint results served from the per-template cache (hit) or computed (miss).",
+                ["result"],
                 registry=self.registry,
             )
             self.prose_per_slot = Histogram(
-                "guard_prose_per_slot", "Prose words per slot in each decided template.",
-                buckets=tuple(buckets), registry=self.registry,
+                "guard_prose_per_slot",
+                "Prose words per slot in each decided template.",
+                buckets=tuple(buckets),
+                registry=self.registry,
             )
         except ValueError as exc:  # duplicate names on a shared registry, bad buckets
             raise GuardError(f"cannot register guard metrics: {exc}") from exc
@@ -104,9 +117,13 @@ class Metrics:
             return True
         return False
 
+    def observe_lint_cache(self, hit: bool) -> None:
+        """Count one lint-cache lookup of the gate."""
+        self.lint_cache.labels("hit" if hit else "miss").inc()
+
     def _exposed(self) -> CollectorRegistry:
         """The registry to expose: this one, or in multiprocess mode the files of every process."""
-        folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir")
+        folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir")  # noqa: SIM112 (prometheus_client reads both spellings)
         if not folder:
             return self.registry
         from prometheus_client.multiprocess import MultiProcessCollector

@@ -31,7 +31,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from guard.errors import GuardError
@@ -71,7 +71,7 @@ def parse_time(text: str, *, location: str = "") -> datetime:
         value = datetime.fromisoformat(text)
     except (TypeError, ValueError) as exc:
         raise GuardError(f"cannot read the time {text!r}: use ISO 8601", location=location) from exc
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 # -- statistics ----------------------------------------------------------------
@@ -176,7 +176,7 @@ class MonitorConfig:
         for name in ("baseline_start", "baseline_end"):
             value = getattr(self, name)
             if value is not None and value.tzinfo is None:  # naive means UTC, as in the logs
-                object.__setattr__(self, name, value.replace(tzinfo=timezone.utc))
+                object.__setattr__(self, name, value.replace(tzinfo=UTC))
         problems = []
         if self.window.total_seconds() <= 0:
             problems.append("window must be longer than zero")
@@ -313,7 +313,7 @@ class Report:
     read: dict[str, Any] = field(default_factory=dict)
 
     def window_start(self, window: int) -> datetime:
-        return datetime.fromtimestamp(window * self.config.window.total_seconds(), tz=timezone.utc)
+        return datetime.fromtimestamp(window * self.config.window.total_seconds(), tz=UTC)
 
     def prose_summary(self, window: int) -> dict[str, Any]:
         counts = self.prose.get(window)
@@ -329,23 +329,25 @@ class Report:
         for series in self.fields:
             totals = series.totals()
             resolved = sum(totals[i] for i in _RESOLVED_IDX)
-            fields.append({
-                "entity": series.entity,
-                "field": series.field,
-                "totals": {s: totals[i] for i, s in enumerate(STATUSES)} | {"other": totals[_OTHER]},
-                "resolved": resolved,
-                "rates": {s: _round(totals[_INDEX[s]] / resolved) if resolved else None for s in RESOLVED},
-                "windows": [
-                    {
-                        "start": self.window_start(w).isoformat(),
-                        "resolved": series.resolved(w),
-                        "counts": {s: series.count(w, s) for s in STATUSES if series.count(w, s)},
-                        "rates": {s: _round(series.rate(w, s)) for s in self.config.watched},
-                    }
-                    for w in self.windows
-                    if w in series.counts
-                ],
-            })
+            fields.append(
+                {
+                    "entity": series.entity,
+                    "field": series.field,
+                    "totals": {s: totals[i] for i, s in enumerate(STATUSES)} | {"other": totals[_OTHER]},
+                    "resolved": resolved,
+                    "rates": {s: _round(totals[_INDEX[s]] / resolved) if resolved else None for s in RESOLVED},
+                    "windows": [
+                        {
+                            "start": self.window_start(w).isoformat(),
+                            "resolved": series.resolved(w),
+                            "counts": {s: series.count(w, s) for s in STATUSES if series.count(w, s)},
+                            "rates": {s: _round(series.rate(w, s)) for s in self.config.watched},
+                        }
+                        for w in self.windows
+                        if w in series.counts
+                    ],
+                }
+            )
         return {
             "config": self.config.to_dict(),
             "read": self.read,
@@ -353,9 +355,8 @@ class Report:
             "windows": [self.window_start(w).isoformat() for w in self.windows],
             "fields": fields,
             "prose_per_slot": [
-                {"start": self.window_start(w).isoformat()} | {
-                    k: (_round(v) if isinstance(v, float) else v) for k, v in self.prose_summary(w).items()
-                }
+                {"start": self.window_start(w).isoformat()}
+                | {k: (_round(v) if isinstance(v, float) else v) for k, v in self.prose_summary(w).items()}
                 for w in self.windows
             ],
             "decisions": [
@@ -420,11 +421,11 @@ class Monitor:
         try:
             if isinstance(ts, (int, float)) and not isinstance(ts, bool):
                 # Epoch seconds, as some log shippers rewrite it; through datetime to stay in its range.
-                seconds = datetime.fromtimestamp(ts, tz=timezone.utc).timestamp()
+                seconds = datetime.fromtimestamp(ts, tz=UTC).timestamp()
             else:
                 moment = datetime.fromisoformat(ts)  # type: ignore[arg-type]
                 if moment.tzinfo is None:
-                    moment = moment.replace(tzinfo=timezone.utc)
+                    moment = moment.replace(tzinfo=UTC)
                 seconds = moment.timestamp()
             window = int(seconds // self._seconds)
         except (TypeError, ValueError, OverflowError, OSError):
@@ -484,7 +485,7 @@ class Monitor:
             bins = self._prose[window] = [0] * len(PROSE_EDGES)
         bins[index] += 1
 
-    def add_all(self, events: Iterable[Mapping[str, Any]]) -> "Monitor":
+    def add_all(self, events: Iterable[Mapping[str, Any]]) -> Monitor:
         add = self.add
         for event in events:
             add(event)
@@ -519,8 +520,10 @@ class Monitor:
             for k in keys:
                 row = series.counts[k]
                 last = sums[-1]
-                sums.append([last[0] + sum(row[i] for i in _RESOLVED_IDX)]
-                            + [last[j + 1] + row[c] for j, c in enumerate(columns)])
+                sums.append(
+                    [last[0] + sum(row[i] for i in _RESOLVED_IDX)]
+                    + [last[j + 1] + row[c] for j, c in enumerate(columns)]
+                )
             prefix[key] = (keys, sums)
 
         def total(key: tuple[str, str], lo: int, hi: int) -> list[int]:
@@ -552,17 +555,33 @@ class Monitor:
             if not tests:
                 continue
             threshold = cfg.alpha / len(tests) if cfg.correction == "bonferroni" else cfg.alpha
-            start = datetime.fromtimestamp(window * self._seconds, tz=timezone.utc)
+            start = datetime.fromtimestamp(window * self._seconds, tz=UTC)
             for test in tests:
                 if test is None or test[6] >= threshold:
                     continue
                 series, status, x1, n1, x0, n0, p, stat, name = test
                 if x1 / n1 - x0 / n0 < cfg.min_delta:  # significant on a huge volume, too small to page on
                     continue
-                alerts.append(Alert(
-                    "rate_jump", start, start + cfg.window, series.entity, series.field, status,
-                    x1 / n1, x0 / n0, n1, n0, x1, x0, p, threshold, stat, name,
-                ))
+                alerts.append(
+                    Alert(
+                        "rate_jump",
+                        start,
+                        start + cfg.window,
+                        series.entity,
+                        series.field,
+                        status,
+                        x1 / n1,
+                        x0 / n0,
+                        n1,
+                        n0,
+                        x1,
+                        x0,
+                        p,
+                        threshold,
+                        stat,
+                        name,
+                    )
+                )
         return alerts
 
     def _drift_alerts(self, windows: list[int]) -> list[Alert]:
@@ -594,11 +613,27 @@ class Monitor:
             now, before = binned_quantile(current, 0.5), binned_quantile(baseline, 0.5)
             assert now is not None and before is not None
             if p < cfg.alpha and abs(now - before) >= cfg.min_shift:
-                start = datetime.fromtimestamp(window * self._seconds, tz=timezone.utc)
-                alerts.append(Alert(
-                    "slot_ratio_drift", start, start + cfg.window, "", "", "prose_per_slot",
-                    now, before, sum(current), sum(baseline), 0, 0, p, cfg.alpha, z, "mann-whitney",
-                ))
+                start = datetime.fromtimestamp(window * self._seconds, tz=UTC)
+                alerts.append(
+                    Alert(
+                        "slot_ratio_drift",
+                        start,
+                        start + cfg.window,
+                        "",
+                        "",
+                        "prose_per_slot",
+                        now,
+                        before,
+                        sum(current),
+                        sum(baseline),
+                        0,
+                        0,
+                        p,
+                        cfg.alpha,
+                        z,
+                        "mann-whitney",
+                    )
+                )
         return alerts
 
     def report(self, read: Mapping[str, Any] | None = None) -> Report:
@@ -648,7 +683,9 @@ def render(report: Report, console: Any, *, tail: int = 0) -> None:
     )
     console.print(head)
     if read.get("malformed"):
-        console.print(f"[yellow]{read['malformed']} malformed line(s) skipped[/], first: {read['malformed_examples'][0]}")
+        console.print(
+            f"[yellow]{read['malformed']} malformed line(s) skipped[/], first: {read['malformed_examples'][0]}"
+        )
     if report.counters.get("untimed"):
         console.print(f"[yellow]{report.counters['untimed']} event(s) without a readable ts skipped[/]")
 
@@ -662,7 +699,8 @@ def render(report: Report, console: Any, *, tail: int = 0) -> None:
         totals = series.totals()
         resolved = sum(totals[i] for i in _RESOLVED_IDX)
         summary.add_row(
-            series.name, str(resolved),
+            series.name,
+            str(resolved),
             *[_pct(totals[_INDEX[s]] / resolved if resolved else None) for s in RESOLVED],
             str(totals[_INDEX["unavailable"]]),
         )
@@ -672,7 +710,7 @@ def render(report: Report, console: Any, *, tail: int = 0) -> None:
     windows = report.windows[-tail:] if tail else report.windows
     short = {"contradicted": "c", "not_found": "nf", "stale": "st", "confirmed": "ok"}
     for chunk in range(0, len(report.fields), fields_per_table):
-        group = report.fields[chunk:chunk + fields_per_table]
+        group = report.fields[chunk : chunk + fields_per_table]
         legend = ", ".join(f"{short.get(s, s)}={s}" for s in cfg.watched)
         table = Table(title=f"Rates per window ({legend}; * = alert)", title_justify="left")
         table.add_column("window start (UTC)")
@@ -721,8 +759,20 @@ def render(report: Report, console: Any, *, tail: int = 0) -> None:
 
 
 __all__ = [
-    "STATUSES", "RESOLVED", "WATCHED", "PROSE_EDGES",
-    "MonitorConfig", "Monitor", "Report", "Alert", "FieldSeries",
-    "monitor_logs", "parse_window", "parse_time", "render",
-    "proportion_increase_test", "binned_mann_whitney", "binned_quantile",
+    "STATUSES",
+    "RESOLVED",
+    "WATCHED",
+    "PROSE_EDGES",
+    "MonitorConfig",
+    "Monitor",
+    "Report",
+    "Alert",
+    "FieldSeries",
+    "monitor_logs",
+    "parse_window",
+    "parse_time",
+    "render",
+    "proportion_increase_test",
+    "binned_mann_whitney",
+    "binned_quantile",
 ]

@@ -57,10 +57,13 @@ def _figure(report: Report) -> Any:
         for a in report.alerts:
             if a.kind == "rate_jump" and a.status == status:
                 ax.axvspan(a.window_start, a.window_end, color="red", alpha=0.08)
-                ax.plot([a.window_start + half], [100 * a.current], marker="v", markersize=11,
-                        color="red", linestyle="none")
+                ax.plot(
+                    [a.window_start + half], [100 * a.current], marker="v", markersize=11, color="red", linestyle="none"
+                )
         ax.set_ylabel(f"{status} %")
-        ax.set_title(f"{status.replace('_', ' ')} rate per field (resolved claims; red = alert)", loc="left", fontsize=10)
+        ax.set_title(
+            f"{status.replace('_', ' ')} rate per field (resolved claims; red = alert)", loc="left", fontsize=10
+        )
         ax.grid(alpha=0.3)
     if chosen:
         axes[0].legend(loc="upper left", fontsize=8, ncol=min(len(chosen), 5))
@@ -93,7 +96,8 @@ def _html(report: Report, svg: str) -> str:
     )
     alerts = (
         f"<table><tr><th>window start (UTC)</th><th>kind</th><th>subject</th><th>what</th></tr>{rows}</table>"
-        if report.alerts else "<p>No alerts.</p>"
+        if report.alerts
+        else "<p>No alerts.</p>"
     )
     watched = report.config.watched
     head = "".join(f"<th>{e(s)}</th>" for s in watched)
@@ -117,7 +121,7 @@ def _html(report: Report, svg: str) -> str:
 td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:90%}}svg{{max-width:100%;height:auto}}</style>
 </head><body>
 <h1>guard monitor</h1>
-<p>{e(span)}; {report.counters['claims']} claim results, {report.counters['decisions']} decisions,
+<p>{e(span)}; {report.counters["claims"]} claim results, {report.counters["decisions"]} decisions,
 windows of {e(str(report.config.window))}. Made {e(made)}.</p>
 <h2>Alerts ({len(report.alerts)})</h2>
 {alerts}
@@ -147,7 +151,7 @@ def plot_report(report: Report, path: str | Path) -> Path:
             buffer = io.StringIO()
             fig.savefig(buffer, format="svg")
             svg = buffer.getvalue()
-            svg = svg[svg.index("<svg"):]
+            svg = svg[svg.index("<svg") :]
             target.write_text(_html(report, svg), encoding="utf-8")
     except OSError as exc:
         raise GuardError(f"cannot write the plot: {exc.strerror}", location=str(target)) from exc

@@ -18,9 +18,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-START = datetime(2026, 12, 1, tzinfo=timezone.utc)
+from guard.observe.schema import Event, claim_event, decision_event
+
+START = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,8 @@ def simulate_events(
     jumps: Sequence[Jump] = (),
     drift: ProseDrift | None = None,
     domain: str | None = "orders",
-) -> Iterator[dict]:
-    """Yield claim and decision events in time order, reproducibly for one ``seed``."""
+) -> Iterator[Event]:
+    """Yield claim and decision events (:mod:`guard.observe.schema`) in time order, reproducibly for one ``seed``."""
     rng = random.Random(seed)
     total = int(hours * requests_per_hour)
     step = timedelta(hours=1) / max(requests_per_hour, 1)
@@ -96,11 +98,18 @@ def simulate_events(
                     break
                 draw -= p
             statuses.append(status)
-            yield {
-                "ts": ts, "event": "claim", "request_id": rid, "domain": domain,
-                "entity": profile.entity, "field": profile.field, "key": profile.field,
-                "type": profile.type, "status": status, "latency_ms": round(rng.uniform(0.1, 2.0), 3),
-            }
+            claim = claim_event(
+                request_id=rid,
+                domain=domain,
+                entity=profile.entity,
+                field=profile.field,
+                key=profile.field,
+                type=profile.type,
+                status=status,
+                latency_ms=round(rng.uniform(0.1, 2.0), 3),
+            )
+            claim["ts"] = ts
+            yield claim
         n_slots = len(chosen)
         per_slot = rng.gammavariate(4.0, 0.75)
         if drift is not None and now >= drift.start:
@@ -108,13 +117,19 @@ def simulate_events(
         prose = max(0, round(per_slot * n_slots))
         bad = any(s in ("contradicted", "not_found") for s in statuses)
         findings = ["R401"] if prose / n_slots > 8 else []
-        yield {
-            "ts": ts, "event": "decision", "request_id": rid, "domain": domain,
-            "action": "regenerate_from_facts" if bad else "answer",
-            "n_claims": n_slots, "n_slots": n_slots, "prose_words": prose,
-            "prose_per_slot": round(prose / n_slots, 3), "findings": findings,
-            "latency_ms": round(rng.uniform(0.5, 5.0), 3),
-        }
+        decision = decision_event(
+            request_id=rid,
+            domain=domain,
+            action="regenerate_from_facts" if bad else "answer",
+            n_claims=n_slots,
+            n_slots=n_slots,
+            prose_words=prose,
+            prose_per_slot=round(prose / n_slots, 3),
+            findings=findings,
+            latency_ms=round(rng.uniform(0.5, 5.0), 3),
+        )
+        decision["ts"] = ts
+        yield decision
 
 
 __all__ = ["FieldProfile", "Jump", "ProseDrift", "DEFAULT_FIELDS", "START", "simulate_events"]

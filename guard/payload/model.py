@@ -10,8 +10,7 @@ import json
 import math
 from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
-from typing import Any, Union
+from typing import Any
 
 import regex
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
@@ -22,6 +21,8 @@ from guard.payload.slots import NAME, scan_template
 
 
 class ClaimType(str, Enum):
+    """The type of a claimed value: decides how it is parsed, compared and rendered."""
+
     IDENTIFIER = "identifier"
     STRING = "string"
     INTEGER = "integer"
@@ -33,27 +34,32 @@ class ClaimType(str, Enum):
     BOOLEAN = "boolean"
 
 
-Scalar = Union[StrictBool, StrictInt, StrictFloat, StrictStr, None]
+Scalar = StrictBool | StrictInt | StrictFloat | StrictStr | None
 
 
 class Claim(BaseModel):
+    """One fact the model states: which field of which record, and the value it says it holds."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: StrictStr = Field(min_length=1, max_length=64)
     type: ClaimType
     entity: StrictStr = Field(min_length=1, max_length=128)
-    entity_id: Union[StrictStr, StrictInt] = Field(union_mode="left_to_right")
+    entity_id: StrictStr | StrictInt = Field(union_mode="left_to_right")
     field: StrictStr = Field(min_length=1, max_length=128)
     value: Scalar
 
 
 class Payload(BaseModel):
+    """What a model writes instead of prose: a template with slots and the claims that fill them."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     answer_template: StrictStr
     claims: list[Claim]
 
     def claim(self, key: str) -> Claim:
+        """The claim with this key; KeyError when there is none."""
         for c in self.claims:
             if c.key == key:
                 return c
@@ -108,7 +114,8 @@ def _schema_problems(exc: ValidationError, raw: Any) -> list[Problem]:
             msg = "this key is required"
         elif e["type"] == "extra_forbidden":
             msg = "unknown key; allowed keys are " + (
-                "key, type, entity, entity_id, field, value" if e["loc"][0] == "claims" else "answer_template, claims")
+                "key, type, entity, entity_id, field, value" if e["loc"][0] == "claims" else "answer_template, claims"
+            )
         out.setdefault(where, Problem("schema", msg, where))
     return list(out.values())
 
@@ -120,8 +127,10 @@ def _parse_json(data: str | bytes, limits: Limits) -> Any:
     try:
         return json.loads(data, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise PayloadError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-                           location=f"line {exc.lineno}, column {exc.colno}") from None
+        raise PayloadError(
+            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            location=f"line {exc.lineno}, column {exc.colno}",
+        ) from None
     except (ValueError, RecursionError, UnicodeDecodeError) as exc:
         raise PayloadError(f"invalid JSON: {exc}", location="payload") from None
 
@@ -130,8 +139,13 @@ def _check_limits(raw: dict[str, Any], limits: Limits) -> list[Problem]:
     problems: list[Problem] = []
     template = raw.get("answer_template")
     if isinstance(template, str) and len(template) > limits.max_template_chars:
-        problems.append(Problem("limit", f"the template has {len(template)} characters; the limit is "
-                                         f"{limits.max_template_chars}", "answer_template"))
+        problems.append(
+            Problem(
+                "limit",
+                f"the template has {len(template)} characters; the limit is {limits.max_template_chars}",
+                "answer_template",
+            )
+        )
     claims = raw.get("claims")
     if isinstance(claims, list):
         if len(claims) > limits.max_claims:
@@ -142,14 +156,24 @@ def _check_limits(raw: dict[str, Any], limits: Limits) -> list[Problem]:
                     continue
                 v = c.get("value")
                 if isinstance(v, str) and len(v) > limits.max_value_chars:
-                    problems.append(Problem("limit", f"value has {len(v)} characters; the limit is "
-                                                     f"{limits.max_value_chars}", f"claims[{i}].value"))
+                    problems.append(
+                        Problem(
+                            "limit",
+                            f"value has {len(v)} characters; the limit is {limits.max_value_chars}",
+                            f"claims[{i}].value",
+                        )
+                    )
                 if isinstance(v, float) and not math.isfinite(v):
                     problems.append(Problem("value", "value must be a finite number", f"claims[{i}].value"))
                 eid = c.get("entity_id")
                 if isinstance(eid, str) and len(eid) > limits.max_entity_id_chars:
-                    problems.append(Problem("limit", f"entity_id has {len(eid)} characters; the limit is "
-                                                     f"{limits.max_entity_id_chars}", f"claims[{i}].entity_id"))
+                    problems.append(
+                        Problem(
+                            "limit",
+                            f"entity_id has {len(eid)} characters; the limit is {limits.max_entity_id_chars}",
+                            f"claims[{i}].entity_id",
+                        )
+                    )
     return problems
 
 
@@ -165,8 +189,13 @@ def _surrogates(payload: Payload) -> list[Problem]:
     for where, text in fields:
         m = _SURROGATE.search(text) if isinstance(text, str) else None
         if m:
-            out.append(Problem("unicode", f"lone surrogate U+{ord(m.group()):04X} at character {m.start() + 1}; "
-                                          "text must be valid Unicode", where))
+            out.append(
+                Problem(
+                    "unicode",
+                    f"lone surrogate U+{ord(m.group()):04X} at character {m.start() + 1}; text must be valid Unicode",
+                    where,
+                )
+            )
     return out
 
 
@@ -201,11 +230,17 @@ def load_payload(data: str | bytes | dict[str, Any] | Payload, limits: Limits | 
     seen: dict[str, int] = {}
     for i, c in enumerate(payload.claims):
         if not NAME.fullmatch(c.key):
-            problems.append(Problem("key", "a claim key must be letters, digits and underscores, starting with a "
-                                           "letter or _", f"claims[{i}].key"))
+            problems.append(
+                Problem(
+                    "key",
+                    "a claim key must be letters, digits and underscores, starting with a letter or _",
+                    f"claims[{i}].key",
+                )
+            )
         elif c.key in seen:
-            problems.append(Problem("duplicate", f"key '{c.key}' is also used by claims[{seen[c.key]}]",
-                                    f"claims[{i}].key"))
+            problems.append(
+                Problem("duplicate", f"key '{c.key}' is also used by claims[{seen[c.key]}]", f"claims[{i}].key")
+            )
         else:
             seen[c.key] = i
     slots, findings = scan_template(payload.answer_template)
@@ -213,8 +248,13 @@ def load_payload(data: str | bytes | dict[str, Any] | Payload, limits: Limits | 
         problems.append(Problem(f.code, f.message, f"answer_template:{f.start + 1}"))
     for s in slots:
         if s.name not in seen:
-            problems.append(Problem("F107", f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
-                                    f"answer_template:{s.start + 1}"))
+            problems.append(
+                Problem(
+                    "F107",
+                    f"slot {{{s.name}}} at column {s.start + 1} has no claim with that key",
+                    f"answer_template:{s.start + 1}",
+                )
+            )
     if problems:
         raise PayloadError("the payload was rejected", problems=problems)
     return payload
@@ -224,8 +264,7 @@ def unused_claims(payload: Payload) -> list[Finding]:
     """A warning for every claim that no slot uses (it would be checked but never shown)."""
     used = {s.name for s in scan_template(payload.answer_template)[0]}
     return [
-        Finding.make("F108", f"claim '{c.key}' is not used by any slot", severity=Severity.WARNING,
-                     data={"key": c.key})
+        Finding.make("F108", f"claim '{c.key}' is not used by any slot", severity=Severity.WARNING, data={"key": c.key})
         for c in payload.claims
         if c.key not in used
     ]

@@ -8,9 +8,9 @@ the pieces found here; ``str.format`` is never called on model text.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping, Sequence
 
 import regex
 
@@ -19,6 +19,7 @@ from guard.findings import Finding
 
 NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 """A slot name or claim key: ASCII only, so confusable letters cannot make two names look alike."""
+
 
 @dataclass(frozen=True)
 class Slot:
@@ -75,8 +76,13 @@ def _tokenize(template: str) -> tuple[list[Piece], list[Finding]]:
             reopen = template.find("{", i + 1)
             if close == -1 or (reopen != -1 and reopen < close):
                 findings.append(
-                    Finding.make("F106", f"'{{' at column {i + 1} is never closed; write '{{{{' for a literal brace",
-                                 start=i, end=i + 1, data={"column": i + 1})
+                    Finding.make(
+                        "F106",
+                        f"'{{' at column {i + 1} is never closed; write '{{{{' for a literal brace",
+                        start=i,
+                        end=i + 1,
+                        data={"column": i + 1},
+                    )
                 )
                 i += 1
                 continue
@@ -91,8 +97,13 @@ def _tokenize(template: str) -> tuple[list[Piece], list[Finding]]:
                 code, why = _bad_slot(body)
                 shown = body if len(body) <= 40 else body[:37] + "..."
                 findings.append(
-                    Finding.make(code, f"slot {{{shown}}} at column {i + 1}: {why}",
-                                 start=i, end=close + 1, data={"column": i + 1, "slot": shown})
+                    Finding.make(
+                        code,
+                        f"slot {{{shown}}} at column {i + 1}: {why}",
+                        start=i,
+                        end=close + 1,
+                        data={"column": i + 1, "slot": shown},
+                    )
                 )
             i = close + 1
         elif ch == "}":
@@ -101,8 +112,13 @@ def _tokenize(template: str) -> tuple[list[Piece], list[Finding]]:
                 i += 2
                 continue
             findings.append(
-                Finding.make("F106", f"'}}' at column {i + 1} has no opening brace; write '}}}}' for a literal brace",
-                             start=i, end=i + 1, data={"column": i + 1})
+                Finding.make(
+                    "F106",
+                    f"'}}' at column {i + 1} has no opening brace; write '}}}}' for a literal brace",
+                    start=i,
+                    end=i + 1,
+                    data={"column": i + 1},
+                )
             )
             i += 1
         else:
@@ -142,8 +158,10 @@ def substitute(template: str, values: Mapping[str, str]) -> str:
         filled = list(map(values.__getitem__, names))
     except KeyError:
         missing = next(i for i, n in enumerate(names) if n not in values)
-        raise PayloadError(f"slot {{{names[missing]}}} at column {starts[missing] + 1} has no claim with that key",
-                           location=f"answer_template:{starts[missing] + 1}") from None
+        raise PayloadError(
+            f"slot {{{names[missing]}}} at column {starts[missing] + 1} has no claim with that key",
+            location=f"answer_template:{starts[missing] + 1}",
+        ) from None
     return _join(literals, filled)
 
 
@@ -176,7 +194,6 @@ def _layout(template: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[int,
             starts.append(piece.slot.start)
     literals.append("".join(run))
     return tuple(literals), tuple(names), tuple(starts)
-
 
 
 __all__ = ["NAME", "Slot", "Piece", "scan_template", "template_pieces", "substitute", "substitute_in_order"]

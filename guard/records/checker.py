@@ -9,19 +9,20 @@ comparison.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from functools import partial
 from itertools import repeat
 from operator import itemgetter
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
-from guard.records.types import COMPARATORS, BadClaim, BadStored, Batch, _exact
 from guard.errors import StoreUnavailable
 from guard.payload import Claim, ClaimType, Payload
 from guard.records.policy import FieldPolicy, Policy
 from guard.records.status import Status
 from guard.records.store import RecordStore
+from guard.records.types import TYPES, BadClaim, BadStored, Batch, _exact
 
 
 class ClaimResult(NamedTuple):
@@ -54,6 +55,7 @@ class ClaimResult(NamedTuple):
 
     @property
     def citation(self) -> str | None:
+        """``entity:row_id#field``, the record an answer cites; None when no row was found."""
         if self.row_id is None:
             return None
         return f"{self.entity}:{self.row_id}#{self.field}"
@@ -61,8 +63,11 @@ class ClaimResult(NamedTuple):
     @property
     def resolved(self) -> bool:
         """Whether the database gave a usable value for the claim (confirmed or contradicted)."""
-        return self.status in (Status.CONFIRMED, Status.CONTRADICTED) and self.row_id is not None \
+        return (
+            self.status in (Status.CONFIRMED, Status.CONTRADICTED)
+            and self.row_id is not None
             and self.actual is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +99,21 @@ def _plan(policy: Policy) -> dict[tuple[str, str], _Field]:
     plan = {}
     for ename, ent in policy.entities.items():
         for fname, fp in ent.fields.items():
-            comp = COMPARATORS[fp.type]
-            plan[ename, fname] = _Field(ename, fname, fp.type, fp.type.value, bool(ent.scope),
-                                        ent.updated_at is not None, fp, comp.claimed, comp.stored, comp.equal,
-                                        fp.freshness, comp.batch)
+            comp = TYPES[fp.type]
+            plan[ename, fname] = _Field(
+                ename,
+                fname,
+                fp.type,
+                fp.type.value,
+                bool(ent.scope),
+                ent.updated_at is not None,
+                fp,
+                comp.claimed,
+                comp.stored,
+                comp.equal,
+                fp.freshness,
+                comp.batch,
+            )
     if len(_PLANS) >= 64:
         _PLANS.clear()
     _PLANS[id(policy)] = (policy, plan)
@@ -128,9 +144,9 @@ def _aware(value: Any, tz: tzinfo, tz_is_utc: bool) -> datetime | None:
         return None
     if value.tzinfo is None:
         if tz_is_utc:
-            return value.replace(tzinfo=timezone.utc)
+            return value.replace(tzinfo=UTC)
         value = value.replace(tzinfo=tz)
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 def _stamp(value: Any, tz: tzinfo, tz_is_utc: bool) -> tuple[datetime | None, str | None]:
@@ -153,11 +169,17 @@ def _stamps(values: list[Any], tz: tzinfo, tz_is_utc: bool) -> tuple[list[dateti
         except TypeError:
             text = ""
         width = len(values[0]) + 7
-        if len(text) == n * width - 1 and text.count("\n") == n - 1 and text.isascii() \
-                and text[4::width].count("-") == n and text[7::width].count("-") == n \
-                and text[13::width].count(":") == n and text[16::width].count(":") == n \
-                and text[10::width].count(" ") + text[10::width].count("T") == n \
-                and (width == 26 or text[19::width].count(".") == n):
+        if (
+            len(text) == n * width - 1
+            and text.count("\n") == n - 1
+            and text.isascii()
+            and text[4::width].count("-") == n
+            and text[7::width].count("-") == n
+            and text[13::width].count(":") == n
+            and text[16::width].count(":") == n
+            and text[10::width].count(" ") + text[10::width].count("T") == n
+            and (width == 26 or text[19::width].count(".") == n)
+        ):
             isos: list[str | None] = text.replace(" ", "T").replace(".000000+", "+").split("\n")  # type: ignore[assignment]
             try:
                 return list(map(datetime.fromisoformat, isos)), isos  # type: ignore[arg-type]
@@ -168,17 +190,40 @@ def _stamps(values: list[Any], tz: tzinfo, tz_is_utc: bool) -> tuple[list[dateti
 
 
 def _result(c: Claim, status: Status, reason: str, **kw: Any) -> ClaimResult:
-    return ClaimResult(key=c.key, entity=c.entity, entity_id=c.entity_id, field=c.field, type=c.type.value,
-                       status=status, reason=reason, claimed=c.value, **kw)
+    return ClaimResult(
+        key=c.key,
+        entity=c.entity,
+        entity_id=c.entity_id,
+        field=c.field,
+        type=c.type.value,
+        status=status,
+        reason=reason,
+        claimed=c.value,
+        **kw,
+    )
 
 
 _new = tuple.__new__
 _CONFIRMED, _CONTRADICTED, _NOT_FOUND, _STALE, _UNAVAILABLE = (
-    Status.CONFIRMED, Status.CONTRADICTED, Status.NOT_FOUND, Status.STALE, Status.UNAVAILABLE)
+    Status.CONFIRMED,
+    Status.CONTRADICTED,
+    Status.NOT_FOUND,
+    Status.STALE,
+    Status.UNAVAILABLE,
+)
 
 
-def _judge(c: Claim, f: _Field, raw: Any, row_id: str, updated: datetime | None, iso: str | None,
-           policy: Policy, now: datetime, latency: float) -> ClaimResult:
+def _judge(
+    c: Claim,
+    f: _Field,
+    raw: Any,
+    row_id: str,
+    updated: datetime | None,
+    iso: str | None,
+    policy: Policy,
+    now: datetime,
+    latency: float,
+) -> ClaimResult:
     """Compare one claim with its stored value (the row exists)."""
     status, reason, actual, cause = _CONFIRMED, "", None, ""
     if raw is None:
@@ -201,8 +246,26 @@ def _judge(c: Claim, f: _Field, raw: Any, row_id: str, updated: datetime | None,
                         status, reason = _CONTRADICTED, "the claimed value differs from the record"
                 except BadClaim as exc:
                     status, reason = _CONTRADICTED, f"the claimed value is not a {f.type_name}: {exc}"
-    return _new(ClaimResult, (c.key, c.entity, c.entity_id, c.field, f.type_name, status, reason, c.value,
-                              actual, raw, row_id, updated, latency, cause, iso))
+    return _new(
+        ClaimResult,
+        (
+            c.key,
+            c.entity,
+            c.entity_id,
+            c.field,
+            f.type_name,
+            status,
+            reason,
+            c.value,
+            actual,
+            raw,
+            row_id,
+            updated,
+            latency,
+            cause,
+            iso,
+        ),
+    )
 
 
 _COLUMNS = 8
@@ -238,8 +301,15 @@ class _Part(NamedTuple):
     columns: list[tuple[Any, ...]]
 
 
-def _judge_many(part: _Part, raws: list[Any], upds: list[datetime | None], isos: list[str | None], policy: Policy,
-                now: datetime, latency: float) -> Iterator[ClaimResult] | None:
+def _judge_many(
+    part: _Part,
+    raws: list[Any],
+    upds: list[datetime | None],
+    isos: list[str | None],
+    policy: Policy,
+    now: datetime,
+    latency: float,
+) -> Iterator[ClaimResult] | None:
     """:func:`_judge` for the claims of one field whose rows were all found, column by column.
 
     Taken only when the comparator's batch shortcut reads every value and
@@ -261,31 +331,56 @@ def _judge_many(part: _Part, raws: list[Any], upds: list[datetime | None], isos:
     else:
         statuses, reasons = repeat(_CONFIRMED, n), repeat("", n)
     # A row is found under its id's text, so each key is the database's id.
-    return map(_make, zip(ckeys, repeat(f.entity, n), eids, repeat(f.name, n), repeat(f.type_name, n), statuses,
-                          reasons, values, actuals, raws, part.keys, upds, repeat(latency, n), repeat("", n), isos))
+    return map(
+        _make,
+        zip(
+            ckeys,
+            repeat(f.entity, n),
+            eids,
+            repeat(f.name, n),
+            repeat(f.type_name, n),
+            statuses,
+            reasons,
+            values,
+            actuals,
+            raws,
+            part.keys,
+            upds,
+            repeat(latency, n),
+            repeat("", n),
+            isos,
+        ),
+    )
 
 
 def _unchecked(c: Claim, f: _Field | None, policy: Policy) -> ClaimResult:
     if f is None:
-        return _result(c, Status.NOT_CHECKABLE, "this entity is not in the policy" if c.entity not in policy.entities
-                       else "this field is not readable under the policy")
+        return _result(
+            c,
+            Status.NOT_CHECKABLE,
+            "this entity is not in the policy"
+            if c.entity not in policy.entities
+            else "this field is not readable under the policy",
+        )
     if f.type is not c.type:
-        return _result(c, Status.NOT_CHECKABLE,
-                       f"the claim says {c.type.value} but the policy types this field as {f.type_name}")
+        return _result(
+            c, Status.NOT_CHECKABLE, f"the claim says {c.type.value} but the policy types this field as {f.type_name}"
+        )
     return _result(c, Status.NOT_CHECKABLE, "these records are scoped to a customer and no principal was given")
 
 
-def check(payload: Payload, policy: Policy, store: RecordStore, *, principal: Any = None,
-          now: datetime | None = None) -> list[ClaimResult]:
+def check(
+    payload: Payload, policy: Policy, store: RecordStore, *, principal: Any = None, now: datetime | None = None
+) -> list[ClaimResult]:
     """One :class:`ClaimResult` per claim, in claim order. Never raises for database trouble."""
     return _check(payload, policy, store, principal, now, True)
 
 
-def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any, now: datetime | None,
-           batch: bool) -> list[ClaimResult]:
+def _check(
+    payload: Payload, policy: Policy, store: RecordStore, principal: Any, now: datetime | None, batch: bool
+) -> list[ClaimResult]:
     """:func:`check`; ``batch=False`` judges claim by claim (the reference the batch path is tested against)."""
-    now = now.astimezone(timezone.utc) if now and now.tzinfo else (now.replace(tzinfo=timezone.utc) if now
-                                                                   else datetime.now(timezone.utc))
+    now = now.astimezone(UTC) if now and now.tzinfo else (now.replace(tzinfo=UTC) if now else datetime.now(UTC))
     plan = _plan(policy)
     claims = payload.claims
     results: list[ClaimResult | None] = [None] * len(claims)
@@ -347,8 +442,13 @@ def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any,
             latency = (time.perf_counter() - t0) * 1000
             for part in parts:
                 for i in part.idx:
-                    results[i] = _result(claims[i], Status.UNAVAILABLE, exc.message, latency_ms=latency,
-                                         cause=getattr(exc, "cause", "error"))
+                    results[i] = _result(
+                        claims[i],
+                        Status.UNAVAILABLE,
+                        exc.message,
+                        latency_ms=latency,
+                        cause=getattr(exc, "cause", "error"),
+                    )
             continue
         latency = (time.perf_counter() - t0) * 1000 / len(every_key)
         pos = {c: j for j, c in enumerate(ordered, 1)}
@@ -359,8 +459,12 @@ def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any,
             j = pos.get(f.name)
             if j is None:
                 for i in idx:
-                    results[i] = _result(claims[i], Status.NOT_CHECKABLE,
-                                         "this field is not readable by the record store", latency_ms=latency)
+                    results[i] = _result(
+                        claims[i],
+                        Status.NOT_CHECKABLE,
+                        "this field is not readable by the record store",
+                        latency_ms=latency,
+                    )
                 continue
             found = list(map(rows.get, keys))
             if batch and len(found) >= _COLUMNS and f.batch is not None and None not in found:
@@ -381,8 +485,17 @@ def _check(payload: Payload, policy: Policy, store: RecordStore, principal: Any,
                     results[i] = _result(claims[i], Status.NOT_FOUND, "no record has this id", latency_ms=latency)
                 else:
                     upd, iso = stamps.get(key, no_stamp)
-                    results[i] = _judge(claims[i], f, row[j], row[0] if type(row[0]) is str else str(row[0]), upd,
-                                        iso, policy, now, latency)
+                    results[i] = _judge(
+                        claims[i],
+                        f,
+                        row[j],
+                        row[0] if type(row[0]) is str else str(row[0]),
+                        upd,
+                        iso,
+                        policy,
+                        now,
+                        latency,
+                    )
     return results  # type: ignore[return-value]
 
 

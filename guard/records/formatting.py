@@ -1,117 +1,81 @@
-"""Stored values as a person reads them: type- and locale-aware (Babel), never the model's strings."""
+"""Stored values as a person reads them: the type's Babel formatting, remembered, never the model's strings."""
 
 from __future__ import annotations
 
-from datetime import date
-from decimal import Decimal
-from functools import lru_cache
-from zoneinfo import ZoneInfo
-from typing import Any, Callable
-
-from babel import Locale
-
-from babel.dates import format_date, format_datetime
-from babel.numbers import format_currency, format_decimal, get_currency_precision
+from collections.abc import Sequence
+from typing import Any
 
 from guard.payload import ClaimType
 from guard.records.policy import FieldPolicy, Policy
+from guard.records.types import TYPES, to_json
 
-
-@lru_cache(maxsize=64)
-def _locale(name: str) -> Locale:
-    return Locale.parse(name)
+_MEMO_SIZE = 4096
 
 
 def format_value(actual: Any, field: FieldPolicy, policy: Policy) -> str:
-    """A normalised stored value as a person reads it in the policy's locale.
+    """A normalised stored value as a person reads it in the policy's locale (the reference :class:`Formatter`
+    must agree with).
 
     >>> from guard.records.policy import FieldPolicy, Policy
     >>> p = Policy(locale="en_GB", entities={"o": {"table": "t", "fields": {"x": {"type": "integer"}}}})
     >>> format_value(129900, FieldPolicy(type="money", currency="GBP"), p)
     '£1,299.00'
     """
-    return formatter(field, policy)(actual)
+    return TYPES[field.type].format(actual, field, policy)
 
 
-_MEMO_SIZE = 4096
-_FORMATTERS: dict[tuple[Any, ...], Callable[[Any], str]] = {}
+class Formatter:
+    """:func:`format_value` for one kind of field, remembering texts: the same values (dates, small counts,
+    statuses) recur from payload to payload.
 
-
-def formatter(field: FieldPolicy, policy: Policy) -> Callable[[Any], str]:
-    """``format_value`` for one field, memoised: the same values (dates, small counts, statuses) recur.
-
-    ``formatter(...).many(values)`` formats a list at once.
-
-    Decimals are memoised by their exact digits (``Decimal("4.2") == Decimal("4.20")``), so the memo can
+    Decimals are remembered by their exact digits (``Decimal("4.2") == Decimal("4.20")``), so the memo can
     only ever return what Babel gives for those very digits.
     """
-    spec = (field.type, field.currency, field.unit, policy.locale, policy.timezone)
-    fmt = _FORMATTERS.get(spec)
-    if fmt is not None:
-        return fmt
-    memo: dict[Any, str] = {}
-    exact = field.type is ClaimType.DECIMAL
 
-    def fmt(actual: Any) -> str:
-        k = (actual, str(actual)) if exact else actual
+    def __init__(self, field: FieldPolicy, policy: Policy) -> None:
+        self._format = TYPES[field.type].format
+        self._field, self._policy = field, policy
+        self._exact = field.type is ClaimType.DECIMAL
+        self._memo: dict[Any, str] = {}
+
+    def __call__(self, actual: Any) -> str:
+        key = (actual, str(actual)) if self._exact else actual
         try:
-            text = memo.get(k)
+            text = self._memo.get(key)
         except TypeError:
-            return _format(*spec, actual)
+            return self._format(actual, self._field, self._policy)
         if text is None:
-            text = _format(*spec, actual)
-            if len(memo) >= _MEMO_SIZE:
-                memo.clear()
-            memo[k] = text
+            text = self._format(actual, self._field, self._policy)
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.clear()
+            self._memo[key] = text
         return text
 
-    def many(values: list[Any]) -> list[str]:
-        """``fmt`` of many values; a remembered text costs no Python call."""
-        if exact:
-            return list(map(fmt, values))
+    def many(self, values: Sequence[Any]) -> list[str]:
+        """Texts of many values; a remembered text costs no Python call."""
+        if self._exact:
+            return list(map(self, values))
         try:
-            texts = list(map(memo.get, values))
+            found = list(map(self._memo.get, values))
         except TypeError:
-            return list(map(fmt, values))
-        if None in texts:
-            texts = [fmt(v) if t is None else t for t, v in zip(texts, values)]
-        return texts
-
-    fmt.many = many  # type: ignore[attr-defined]
-    if len(_FORMATTERS) >= 1024:
-        _FORMATTERS.clear()
-    _FORMATTERS[spec] = fmt
-    return fmt
+            return list(map(self, values))
+        if None in found:
+            return [self(v) if t is None else t for t, v in zip(found, values)]
+        return found  # type: ignore[return-value]  # no None left
 
 
-def _format(t: ClaimType, currency: str | None, unit: str | None, locale: str, tz: str, actual: Any) -> str:
-    """Babel formatting of one value."""
-    loc = _locale(locale)
-    if t is ClaimType.MONEY:
-        exponent = get_currency_precision(currency)
-        return format_currency(Decimal(int(actual)).scaleb(-exponent), currency, locale=loc)
-    if t is ClaimType.DATE:
-        return format_date(actual, format="long", locale=loc)
-    if t is ClaimType.TIMESTAMP:
-        zone = ZoneInfo(tz)
-        return format_datetime(actual.astimezone(zone), format="long", tzinfo=zone, locale=loc)
-    if t is ClaimType.INTEGER:
-        return format_decimal(int(actual), locale=loc)
-    if t is ClaimType.DECIMAL:
-        text = format_decimal(actual, locale=loc, decimal_quantization=False)
-        return f"{text} {unit}" if unit else text
-    if t is ClaimType.BOOLEAN:
-        return "yes" if actual else "no"
-    return str(actual)
+_FORMATTERS: dict[tuple[Any, ...], Formatter] = {}
 
 
-def to_json(actual: Any) -> Any:
-    """A normalised stored value as a JSON value (money stays in integer minor units; None stays None)."""
-    if isinstance(actual, date):  # datetime included
-        return actual.isoformat()
-    if isinstance(actual, Decimal):
-        return str(actual)
-    return actual
+def formatter(field: FieldPolicy, policy: Policy) -> Formatter:
+    """The shared :class:`Formatter` for fields formatted alike (type, currency, unit, locale, time zone)."""
+    key = (field.type, field.currency, field.unit, policy.locale, policy.timezone)
+    found = _FORMATTERS.get(key)
+    if found is None:
+        if len(_FORMATTERS) >= 1024:
+            _FORMATTERS.clear()
+        found = _FORMATTERS[key] = Formatter(field, policy)
+    return found
 
 
-__all__ = ["format_value", "formatter", "to_json"]
+__all__ = ["format_value", "Formatter", "formatter", "to_json"]

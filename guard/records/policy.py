@@ -11,13 +11,13 @@ import re
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from babel import Locale, UnknownLocaleError
 from babel.numbers import get_currency_precision, list_currencies
-from pydantic import TypeAdapter, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from guard.errors import PolicyError, Problem
 from guard.payload import NAME, ClaimType
@@ -48,18 +48,22 @@ def parse_duration(text: str | int | float | timedelta) -> timedelta:
     return timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
 
 
+_OPTIONS = ("currency", "tolerance", "unit", "aliases")
+_EXAMPLES = {"currency": "currency: GBP"}
+
+
 class FieldPolicy(BaseModel):
     """One readable field: its type, how it is compared, and how a person calls it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: ClaimType
-    column: Optional[str] = None
-    label: Optional[str] = None
-    freshness: Optional[timedelta] = None
-    currency: Optional[str] = None
-    tolerance: Optional[Decimal] = None
-    unit: Optional[str] = None
+    column: str | None = None
+    label: str | None = None
+    freshness: timedelta | None = None
+    currency: str | None = None
+    tolerance: Decimal | None = None
+    unit: str | None = None
     aliases: dict[str, list[str]] = Field(default_factory=dict)
 
     @field_validator("freshness", mode="before")
@@ -81,7 +85,7 @@ class FieldPolicy(BaseModel):
 
     @field_validator("currency")
     @classmethod
-    def _currency(cls, v: Optional[str]) -> Optional[str]:
+    def _currency(cls, v: str | None) -> str | None:
         if v is None:
             return v
         if v.upper() != v or v not in list_currencies():
@@ -90,21 +94,25 @@ class FieldPolicy(BaseModel):
 
     @field_validator("column")
     @classmethod
-    def _column(cls, v: Optional[str]) -> Optional[str]:
+    def _column(cls, v: str | None) -> str | None:
         if v is not None and not _SQL_NAME.match(v):
             raise ValueError(f"'{v}' is not a plain column name")
         return v
 
     @model_validator(mode="after")
-    def _by_type(self) -> "FieldPolicy":
-        if self.type is ClaimType.MONEY and not self.currency:
-            raise ValueError("a money field needs a currency (e.g. currency: GBP)")
-        if self.type is not ClaimType.MONEY and self.currency:
-            raise ValueError("currency applies only to money fields")
-        if self.tolerance is not None and self.type not in (ClaimType.DECIMAL, ClaimType.TIMESTAMP):
-            raise ValueError("tolerance applies only to decimal and timestamp fields")
-        if self.aliases and self.type is not ClaimType.ENUM:
-            raise ValueError("aliases apply only to enum fields")
+    def _by_type(self) -> FieldPolicy:
+        """The options the field's claim type takes (from its spec in :mod:`guard.records.types`)."""
+        from guard.records.types import TYPES
+
+        spec = TYPES[self.type]
+        for option in sorted(spec.required):
+            if not getattr(self, option):
+                raise ValueError(f"a {self.type.value} field needs a {option} (e.g. {_EXAMPLES[option]})")
+        for option in _OPTIONS:
+            if getattr(self, option) not in (None, {}) and option not in spec.options:
+                takes = " and ".join(s.type.value for s in TYPES.values() if option in s.options)
+                verb = "apply" if option.endswith("s") else "applies"
+                raise ValueError(f"{option} {verb} only to {takes} fields")
         seen: dict[str, str] = {}
         for canon, alts in self.aliases.items():
             for a in [canon, *alts]:
@@ -116,6 +124,7 @@ class FieldPolicy(BaseModel):
 
     @property
     def exponent(self) -> int:
+        """Minor-unit digits of the currency (2 for GBP, 0 for JPY, 3 for BHD)."""
         return get_currency_precision(self.currency) if self.currency else 0
 
     def canonical_enum(self, value: str) -> str:
@@ -128,24 +137,26 @@ class FieldPolicy(BaseModel):
 
 
 class EntityPolicy(BaseModel):
+    """One readable entity: its table, id, update time, row scope and readable fields."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     table: str
     id: str = "id"
-    updated_at: Optional[str] = None
-    scope: Optional[str] = None
-    label: Optional[str] = None
+    updated_at: str | None = None
+    scope: str | None = None
+    label: str | None = None
     fields: dict[str, FieldPolicy]
 
     @field_validator("table", "id", "updated_at", "scope")
     @classmethod
-    def _sql_name(cls, v: Optional[str]) -> Optional[str]:
+    def _sql_name(cls, v: str | None) -> str | None:
         if v is not None and not _SQL_NAME.match(v):
             raise ValueError(f"'{v}' is not a plain table or column name")
         return v
 
     @model_validator(mode="after")
-    def _fields(self) -> "EntityPolicy":
+    def _fields(self) -> EntityPolicy:
         if not self.fields:
             raise ValueError("an entity needs at least one readable field")
         for name in self.fields:
@@ -154,6 +165,7 @@ class EntityPolicy(BaseModel):
         return self
 
     def column(self, field: str) -> str:
+        """The database column behind a field."""
         return self.fields[field].column or field
 
 
@@ -186,7 +198,7 @@ class Policy(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _names(self) -> "Policy":
+    def _names(self) -> Policy:
         if not self.entities:
             raise ValueError("a policy needs at least one entity")
         for name in self.entities:
@@ -196,10 +208,12 @@ class Policy(BaseModel):
 
     @property
     def tz(self) -> ZoneInfo:
+        """The time zone that decides what calendar day a time is."""
         return ZoneInfo(self.timezone)
 
     @property
     def db_tz(self) -> ZoneInfo:
+        """The time zone of naive times stored in the database."""
         return ZoneInfo(self.db_timezone)
 
     def field(self, entity: str, field: str) -> FieldPolicy | None:
@@ -230,7 +244,9 @@ def load_policy(source: str | Path | dict[str, Any] | Policy) -> Policy:
     if isinstance(source, Policy):
         return source
     where = "policy"
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))):
+    if isinstance(source, Path) or (
+        isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))
+    ):
         path = Path(source)
         where = str(path)
         try:

@@ -9,6 +9,8 @@ from enum import Enum
 
 
 class Status(str, Enum):
+    """The outcome of checking one claim."""
+
     CONFIRMED = "confirmed"
     CONTRADICTED = "contradicted"
     NOT_FOUND = "not_found"

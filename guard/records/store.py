@@ -11,19 +11,20 @@ into :class:`guard.errors.StoreUnavailable` with a cause a person can read.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import event, exc as sa_exc
+from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
-from guard.records.types import _all
 from guard.errors import PolicyError, Problem, StoreUnavailable
-from guard.payload import ClaimType
 from guard.records.policy import EntityPolicy, Policy
+from guard.records.types import TYPES, _all
 
 UPDATED_AT = "__updated_at__"
 ID = "__id__"
@@ -31,12 +32,24 @@ _INT = re.compile(r"^[+-]?\d{1,18}$")
 _first = itemgetter(0)
 
 _CAUSES = [
-    ("timeout", re.compile(r"statement timeout|canceling statement|max_statement_time|query execution was interrupted"
-                           r"|interrupted|timed out|timeout", re.I)),
+    (
+        "timeout",
+        re.compile(
+            r"statement timeout|canceling statement|max_statement_time|query execution was interrupted"
+            r"|interrupted|timed out|timeout",
+            re.I,
+        ),
+    ),
     ("locked", re.compile(r"database is locked|database table is locked|lock wait", re.I)),
     ("schema", re.compile(r"no such column|no such table|unknown column|does not exist|doesn't exist|undefined", re.I)),
-    ("connection", re.compile(r"connect|connection|server closed|gone away|lost connection|terminat|broken pipe"
-                              r"|shutdown|reset by peer|unable to open", re.I)),
+    (
+        "connection",
+        re.compile(
+            r"connect|connection|server closed|gone away|lost connection|terminat|broken pipe"
+            r"|shutdown|reset by peer|unable to open",
+            re.I,
+        ),
+    ),
 ]
 _CAUSE_TEXT = {
     "timeout": "the query took longer than the statement timeout",
@@ -59,9 +72,8 @@ class _DriverError(Exception):
         self.error, self.disconnect = error, disconnect
 
 
-
-
 def classify_error(exc: BaseException) -> str:
+    """The cause of a driver error, as a key of the causes a refusal can name."""
     text = f"{type(exc).__name__} {exc}"
     orig = getattr(exc, "orig", None)
     if orig is not None:
@@ -110,8 +122,9 @@ class _Lookup:
             self.orders[key] = hit
         return hit
 
-    def statement(self, n: int, scoped: bool, fields: tuple[str, ...],
-                  dialect: Any) -> tuple[str, tuple[str, ...], str]:
+    def statement(
+        self, n: int, scoped: bool, fields: tuple[str, ...], dialect: Any
+    ) -> tuple[str, tuple[str, ...], str]:
         """SQL text, parameter names in order, and how the driver takes them: ``named``, or by position
         in the order the ids are ``given`` (then the principal), or ``reordered``.
 
@@ -157,6 +170,7 @@ def _timeouts(engine: Engine, statement_timeout: float) -> None:
     """Per-connection statement timeout for servers that support one."""
     name = engine.dialect.name
     if name == "mysql" or name == "mariadb":
+
         @event.listens_for(engine, "connect")
         def _set(dbapi_conn: Any, record: Any) -> None:
             cur = dbapi_conn.cursor()
@@ -170,8 +184,9 @@ def _timeouts(engine: Engine, statement_timeout: float) -> None:
                 cur.close()
 
 
-def make_engine(url: str, *, statement_timeout: float = 5.0, connect_timeout: float = 5.0,
-                pool_size: int = 10) -> Engine:
+def make_engine(
+    url: str, *, statement_timeout: float = 5.0, connect_timeout: float = 5.0, pool_size: int = 10
+) -> Engine:
     """An engine with guard's defaults: pre-ping (recovers after restarts), timeouts, a bounded pool."""
     try:
         u = sa.make_url(url)
@@ -185,12 +200,15 @@ def make_engine(url: str, *, statement_timeout: float = 5.0, connect_timeout: fl
     else:
         kw.update(pool_size=pool_size, max_overflow=pool_size, pool_timeout=connect_timeout, pool_recycle=1800)
         if backend == "postgresql":
-            options = " ".join(filter(None, [str(u.query.get("options", "")),
-                                             f"-c statement_timeout={int(statement_timeout * 1000)}"]))
+            options = " ".join(
+                filter(None, [str(u.query.get("options", "")), f"-c statement_timeout={int(statement_timeout * 1000)}"])
+            )
             connect_args = {"connect_timeout": max(1, int(connect_timeout)), "options": options}
         elif backend in ("mysql", "mariadb"):
-            connect_args = {"connect_timeout": max(1, int(connect_timeout)),
-                            "read_timeout": max(1, int(statement_timeout * 2 + 1))}
+            connect_args = {
+                "connect_timeout": max(1, int(connect_timeout)),
+                "read_timeout": max(1, int(statement_timeout * 2 + 1)),
+            }
     try:
         engine = sa.create_engine(u, connect_args=connect_args, **kw)
     except (sa_exc.SQLAlchemyError, ImportError, TypeError, ValueError) as exc:
@@ -206,11 +224,24 @@ class RecordStore:
     database lacks is a :class:`PolicyError` now, not at the first request.
     """
 
-    def __init__(self, db: str | Engine, policy: Policy, *, statement_timeout: float = 5.0,
-                 connect_timeout: float = 5.0, pool_size: int = 10, defer_if_unavailable: bool = True) -> None:
+    def __init__(
+        self,
+        db: str | Engine,
+        policy: Policy,
+        *,
+        statement_timeout: float = 5.0,
+        connect_timeout: float = 5.0,
+        pool_size: int = 10,
+        defer_if_unavailable: bool = True,
+    ) -> None:
         self.policy = policy
-        self.engine = db if isinstance(db, Engine) else make_engine(
-            db, statement_timeout=statement_timeout, connect_timeout=connect_timeout, pool_size=pool_size)
+        self.engine = (
+            db
+            if isinstance(db, Engine)
+            else make_engine(
+                db, statement_timeout=statement_timeout, connect_timeout=connect_timeout, pool_size=pool_size
+            )
+        )
         self.batch_size = 500
         self._built: dict[str, _Lookup] | None = None
         self._keyers: dict[str, Callable[[Any], str | None]] = {}
@@ -229,6 +260,7 @@ class RecordStore:
 
     @property
     def url(self) -> str:
+        """The database URL without its password."""
         return self.engine.url.render_as_string(hide_password=True)
 
     def _reflect(self) -> sa.MetaData:
@@ -242,9 +274,13 @@ class RecordStore:
                 if missing:
                     raise PolicyError(
                         "the policy names tables the database does not have",
-                        problems=[Problem("policy", f"table '{t}' does not exist in {self.url}",
-                                          f"entities.{n}.table")
-                                  for n, e in self.policy.entities.items() for t in missing if e.table == t])
+                        problems=[
+                            Problem("policy", f"table '{t}' does not exist in {self.url}", f"entities.{n}.table")
+                            for n, e in self.policy.entities.items()
+                            for t in missing
+                            if e.table == t
+                        ],
+                    )
                 md.reflect(bind=conn, only=tables, views=True, resolve_fks=False)
         except sa_exc.SQLAlchemyError as exc:
             raise unavailable(exc, "db") from None
@@ -260,8 +296,9 @@ class RecordStore:
 
             def col(colname: str, where: str) -> sa.Column[Any] | None:
                 if colname not in cols:
-                    problems.append(Problem("policy", f"column '{colname}' does not exist in table '{ent.table}'",
-                                            where))
+                    problems.append(
+                        Problem("policy", f"column '{colname}' does not exist in table '{ent.table}'", where)
+                    )
                     return None
                 return cols[colname]
 
@@ -271,19 +308,30 @@ class RecordStore:
                 c = col(ent.column(fname), f"entities.{name}.fields.{fname}")
                 if c is None:
                     continue
-                if fp.type in (ClaimType.MONEY, ClaimType.INTEGER) and _python_type(c) is not int:
-                    problems.append(Problem(
-                        "policy", f"column '{c.name}' is {c.type}, but a {fp.type.value} field needs an integer "
-                                  "column" + (" of minor units" if fp.type is ClaimType.MONEY else ""),
-                        f"entities.{name}.fields.{fname}"))
+                if TYPES[fp.type].integer_column and _python_type(c) is not int:
+                    problems.append(
+                        Problem(
+                            "policy",
+                            f"column '{c.name}' is {c.type}, but a {fp.type.value} field needs an integer "
+                            "column" + (" of minor units" if fp.currency else ""),
+                            f"entities.{name}.fields.{fname}",
+                        )
+                    )
                 chosen[fname] = c.label(fname)
             upd = col(ent.updated_at, f"entities.{name}.updated_at") if ent.updated_at else None
             scope = col(ent.scope, f"entities.{name}.scope") if ent.scope else None
             if id_col is None or problems:
                 continue
-            lookups[name] = _Lookup(name, ent, _python_type(id_col),
-                                    _python_type(scope) if scope is not None else None, chosen, id_col, scope,
-                                    upd.label(UPDATED_AT) if upd is not None else None)
+            lookups[name] = _Lookup(
+                name,
+                ent,
+                _python_type(id_col),
+                _python_type(scope) if scope is not None else None,
+                chosen,
+                id_col,
+                scope,
+                upd.label(UPDATED_AT) if upd is not None else None,
+            )
         if problems:
             raise PolicyError("the policy does not match the database", problems=problems)
         return lookups
@@ -333,9 +381,13 @@ class RecordStore:
 
     def keys(self, entity: str, entity_ids: list[Any]) -> list[str | None]:
         """:meth:`id_key` of many ids; text ids of a text-keyed entity are their own keys."""
-        if len(entity_ids) >= 8 and self._lookups[entity].id_kind is str and _all(entity_ids, str):
-            if self.engine.dialect.name != "postgresql" or "\x00" not in "".join(entity_ids):
-                return list(entity_ids)
+        if (
+            len(entity_ids) >= 8
+            and self._lookups[entity].id_kind is str
+            and _all(entity_ids, str)
+            and (self.engine.dialect.name != "postgresql" or "\x00" not in "".join(entity_ids))
+        ):
+            return list(entity_ids)
         return list(map(self.keyer(entity), entity_ids))
 
     def fields(self, entity: str, among: Iterable[str] | None = None) -> tuple[str, ...]:
@@ -343,8 +395,9 @@ class RecordStore:
         order :meth:`read` selects them in."""
         return self._lookups[entity].order(among)
 
-    def read(self, entity: str, keys: Iterable[str], fields: Iterable[str] | None = None,
-             principal: Any = None) -> dict[str, Sequence[Any]]:
+    def read(
+        self, entity: str, keys: Iterable[str], fields: Iterable[str] | None = None, principal: Any = None
+    ) -> dict[str, Sequence[Any]]:
         """Rows of ``entity`` by id key (from :meth:`id_key`) as sequences ``(id, *fields, updated_at)``.
 
         ``fields`` (default: all readable ones) must be whitelisted fields of the
@@ -396,8 +449,10 @@ class RecordStore:
         except sa_exc.SQLAlchemyError as exc:
             raise unavailable(exc, f"entity '{entity}'") from None
         except _Garbage as exc:
-            err = StoreUnavailable(f"the system of record could not be reached: {_CAUSE_TEXT['garbage']} ({exc})",
-                                   location=f"entity '{entity}'")
+            err = StoreUnavailable(
+                f"the system of record could not be reached: {_CAUSE_TEXT['garbage']} ({exc})",
+                location=f"entity '{entity}'",
+            )
             err.cause = "garbage"  # type: ignore[attr-defined]
             raise err from None
         return out
@@ -450,9 +505,11 @@ class RecordStore:
         return {k: dict(zip(names, row)) for k, row in self.read(entity, keys, None, principal).items()}
 
     def scoped(self, entity: str) -> bool:
+        """Whether the entity's rows are scoped to a principal."""
         return self._lookups[entity].scope_col is not None
 
     def ping(self) -> bool:
+        """Whether the database answers a trivial query now."""
         try:
             with self.engine.connect() as conn:
                 conn.execute(sa.text("SELECT 1"))
@@ -461,9 +518,10 @@ class RecordStore:
             return False
 
     def close(self) -> None:
+        """Release every pooled connection."""
         self.engine.dispose()
 
-    def __enter__(self) -> "RecordStore":
+    def __enter__(self) -> RecordStore:
         return self
 
     def __exit__(self, *exc: Any) -> None:

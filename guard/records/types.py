@@ -1,28 +1,47 @@
-"""One comparator per claim type: parse the model's value, normalise the database's, compare.
+"""One spec per claim type: everything guard does that depends on a claim's type, in one place.
 
-Each comparator is ``(claimed, actual, field, policy) -> bool`` built from two
-parsers. A claimed value that cannot be read as the type raises
-:class:`BadClaim` (the claim is then contradicted: the model said something the
-field cannot hold); a stored value that cannot be read raises :class:`BadStored`
-(the system of record answered garbage: unavailable). Floats never meet floats:
-numbers go through ``Decimal(str(x))``.
+A :class:`TypeSpec` parses the model's value, normalises the database's,
+compares them (one at a time, and optionally a column at a time), formats the
+stored value for a person (Babel), gives it as JSON, hints its JSON Schema for
+structured output, names the policy options that apply to the type, and says
+whether its column must hold integers. :data:`TYPES` holds one spec per
+:class:`~guard.payload.ClaimType`; no other module switches on the type.
+
+A claimed value that cannot be read as the type raises :class:`BadClaim` (the
+claim is then contradicted: the model said something the field cannot hold); a
+stored value that cannot be read raises :class:`BadStored` (the system of
+record answered garbage: unavailable). Floats never meet floats: numbers go
+through ``Decimal(str(x))``.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
-from functools import lru_cache
-from datetime import date, datetime, timedelta, timezone
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from operator import eq
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 import regex
-from babel.numbers import NumberFormatError, get_currency_symbol, parse_decimal
+from babel import Locale
+from babel.dates import format_date, format_datetime
+from babel.numbers import (
+    NumberFormatError,
+    format_currency,
+    format_decimal,
+    get_currency_precision,
+    get_currency_symbol,
+    parse_decimal,
+)
 
 from guard.payload import ClaimType
-from guard.records.policy import FieldPolicy, Policy
+
+if TYPE_CHECKING:
+    from guard.records.policy import FieldPolicy, Policy
 
 
 class BadClaim(ValueError):
@@ -159,7 +178,7 @@ def _as_utc(value: Any, policy: Policy, err: type[ValueError]) -> datetime:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=policy.db_tz if err is BadStored else policy.tz)
-        return value.astimezone(timezone.utc)
+        return value.astimezone(UTC)
     raise err(f"{type(value).__name__} is not a timestamp")
 
 
@@ -250,10 +269,6 @@ def _boolean_stored(value: Any, field: FieldPolicy, policy: Policy) -> bool:
     raise BadStored(f"stored {value!r} is not a boolean")
 
 
-def _exact(c: Any, a: Any, field: FieldPolicy) -> bool:
-    return c == a
-
-
 def _all(values: list[Any], kind: type) -> bool:
     """Every value is exactly of ``kind`` (``bool`` is not ``int``), tested without a Python-level loop."""
     return len(set(map(type, values))) == 1 and type(values[0]) is kind
@@ -262,64 +277,215 @@ def _all(values: list[Any], kind: type) -> bool:
 _SAFE_INT = 10**18
 
 
-def _integer_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
-                   policy: Policy) -> tuple[list[Any], list[bool]] | None:
+def _integer_batch(
+    claimed: list[Any], stored: list[Any], field: FieldPolicy, policy: Policy
+) -> tuple[list[Any], list[bool]] | None:
     if _all(claimed, int) and _all(stored, int):
         return stored, list(map(eq, claimed, stored))
     return None
 
 
-def _money_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
-                 policy: Policy) -> tuple[list[Any], list[bool]] | None:
+def _money_batch(
+    claimed: list[Any], stored: list[Any], field: FieldPolicy, policy: Policy
+) -> tuple[list[Any], list[bool]] | None:
     if _all(claimed, int) and _all(stored, int) and max(map(abs, claimed)) < _SAFE_INT:
-        scale = 10 ** field.exponent
+        scale = 10**field.exponent
         return stored, list(map(eq, (v * scale for v in claimed), stored))
     return None
 
 
-def _identifier_batch(claimed: list[Any], stored: list[Any], field: FieldPolicy,
-                      policy: Policy) -> tuple[list[Any], list[bool]] | None:
+def _identifier_batch(
+    claimed: list[Any], stored: list[Any], field: FieldPolicy, policy: Policy
+) -> tuple[list[Any], list[bool]] | None:
     """ASCII text is its own NFC form."""
     if _all(claimed, str) and _all(stored, str) and "".join(claimed).isascii() and "".join(stored).isascii():
         return stored, list(map(eq, claimed, stored))
     return None
 
 
-Batch = Callable[[list[Any], list[Any], FieldPolicy, Policy], "tuple[list[Any], list[bool]] | None"]
+def _exact(c: Any, a: Any, field: FieldPolicy) -> bool:
+    return bool(c == a)
+
+
+# -- formatting: the stored value as a person reads it -------------------------------------------------------
+@lru_cache(maxsize=64)
+def _locale(name: str) -> Locale:
+    return Locale.parse(name)
+
+
+def _format_money(actual: Any, field: FieldPolicy, policy: Policy) -> str:
+    currency = field.currency or ""
+    exponent = get_currency_precision(currency)
+    return str(format_currency(Decimal(int(actual)).scaleb(-exponent), currency, locale=_locale(policy.locale)))
+
+
+def _format_date(actual: Any, field: FieldPolicy, policy: Policy) -> str:
+    return str(format_date(actual, format="long", locale=_locale(policy.locale)))
+
+
+def _format_timestamp(actual: Any, field: FieldPolicy, policy: Policy) -> str:
+    zone = ZoneInfo(policy.timezone)
+    return str(format_datetime(actual.astimezone(zone), format="long", tzinfo=zone, locale=_locale(policy.locale)))
+
+
+def _format_integer(actual: Any, field: FieldPolicy, policy: Policy) -> str:
+    return str(format_decimal(int(actual), locale=_locale(policy.locale)))
+
+
+def _format_decimal(actual: Any, field: FieldPolicy, policy: Policy) -> str:
+    text = str(format_decimal(actual, locale=_locale(policy.locale), decimal_quantization=False))
+    return f"{text} {field.unit}" if field.unit else text
+
+
+def _format_boolean(actual: Any, field: FieldPolicy, policy: Policy) -> str:
+    return "yes" if actual else "no"
+
+
+def _format_text(actual: Any, field: FieldPolicy, policy: Policy) -> str:
+    return str(actual)
+
+
+def _json_iso(actual: Any) -> Any:
+    return actual.isoformat()
+
+
+def _json_str(actual: Any) -> Any:
+    return str(actual)
+
+
+def _json_same(actual: Any) -> Any:
+    return actual
+
+
+# -- the specs -----------------------------------------------------------------------------------------------
+Parse = Callable[[Any, "FieldPolicy", "Policy"], Any]
+Batch = Callable[[list[Any], list[Any], "FieldPolicy", "Policy"], "tuple[list[Any], list[bool]] | None"]
 
 
 @dataclass(frozen=True)
-class Comparator:
-    """How one type is read and compared.
+class TypeSpec:
+    """How one claim type is read, compared, shown and described.
 
     ``batch`` is an optional shortcut for many claims of one field at once:
     ``(claimed values, stored values) -> (normalised stored values, equal?)``
-    for inputs it can take whole (plain ints, ASCII text), else None. It
-    must agree with ``claimed``/``stored``/``equal`` wherever it answers.
+    for inputs it can take whole (plain ints, ASCII text), else None. It must
+    agree with ``claimed``/``stored``/``equal`` wherever it answers (a property
+    test holds it to that).
     """
 
-    claimed: Callable[[Any, FieldPolicy, Policy], Any]
-    stored: Callable[[Any, FieldPolicy, Policy], Any]
+    type: ClaimType
+    claimed: Parse
+    """The model's value as the type's canonical Python value; raises BadClaim."""
+    stored: Parse
+    """The database's value as the type's canonical Python value; raises BadStored."""
+    format: Callable[[Any, FieldPolicy, Policy], str]
+    """A canonical value as a person reads it in the policy's locale and time zone."""
     equal: Callable[[Any, Any, FieldPolicy], bool] = _exact
     batch: Batch | None = None
+    json: Callable[[Any], Any] = _json_same
+    """A canonical value as JSON (dates as ISO 8601, decimals as exact text, money in minor units)."""
+    schema: Mapping[str, Any] = field(default_factory=dict)
+    """JSON Schema of the value a model should write for this type (structured output)."""
+    options: frozenset[str] = frozenset()
+    """Policy options that apply to fields of this type (``currency``, ``tolerance``, ``unit``, ``aliases``)."""
+    required: frozenset[str] = frozenset()
+    """Policy options fields of this type must set."""
+    integer_column: bool = False
+    """The field's column must hold integers (money is stored in minor units)."""
 
 
-COMPARATORS: dict[ClaimType, Comparator] = {
-    ClaimType.IDENTIFIER: Comparator(_identifier_claim, _identifier_stored, batch=_identifier_batch),
-    ClaimType.STRING: Comparator(_string_claim, _string_stored),
-    ClaimType.INTEGER: Comparator(_integer_claim, _integer_stored, batch=_integer_batch),
-    ClaimType.DECIMAL: Comparator(_decimal_claim, _decimal_stored, _decimal_equal),
-    ClaimType.MONEY: Comparator(_money_claim, _integer_stored, batch=_money_batch),
-    ClaimType.DATE: Comparator(_date_claim, _date_stored),
-    ClaimType.TIMESTAMP: Comparator(_timestamp_claim, _timestamp_stored, _timestamp_equal),
-    ClaimType.ENUM: Comparator(_enum_claim, _enum_stored),
-    ClaimType.BOOLEAN: Comparator(_boolean_claim, _boolean_stored),
+_ID_SCHEMA = {"type": ["string", "integer"]}
+_NUMBER_SCHEMA = {"type": ["number", "string"]}
+
+TYPES: Mapping[ClaimType, TypeSpec] = {
+    s.type: s
+    for s in (
+        TypeSpec(
+            ClaimType.IDENTIFIER,
+            _identifier_claim,
+            _identifier_stored,
+            _format_text,
+            batch=_identifier_batch,
+            schema=_ID_SCHEMA,
+        ),
+        TypeSpec(ClaimType.STRING, _string_claim, _string_stored, _format_text, schema={"type": "string"}),
+        TypeSpec(
+            ClaimType.INTEGER,
+            _integer_claim,
+            _integer_stored,
+            _format_integer,
+            batch=_integer_batch,
+            schema={"type": ["integer", "string"]},
+            integer_column=True,
+        ),
+        TypeSpec(
+            ClaimType.DECIMAL,
+            _decimal_claim,
+            _decimal_stored,
+            _format_decimal,
+            _decimal_equal,
+            json=_json_str,
+            schema=_NUMBER_SCHEMA,
+            options=frozenset({"tolerance", "unit"}),
+        ),
+        TypeSpec(
+            ClaimType.MONEY,
+            _money_claim,
+            _integer_stored,
+            _format_money,
+            batch=_money_batch,
+            schema=_NUMBER_SCHEMA,
+            options=frozenset({"currency"}),
+            required=frozenset({"currency"}),
+            integer_column=True,
+        ),
+        TypeSpec(
+            ClaimType.DATE,
+            _date_claim,
+            _date_stored,
+            _format_date,
+            json=_json_iso,
+            schema={"type": "string", "format": "date"},
+        ),
+        TypeSpec(
+            ClaimType.TIMESTAMP,
+            _timestamp_claim,
+            _timestamp_stored,
+            _format_timestamp,
+            _timestamp_equal,
+            json=_json_iso,
+            schema={"type": "string", "format": "date-time"},
+            options=frozenset({"tolerance"}),
+        ),
+        TypeSpec(
+            ClaimType.ENUM,
+            _enum_claim,
+            _enum_stored,
+            _format_text,
+            schema={"type": "string"},
+            options=frozenset({"aliases"}),
+        ),
+        TypeSpec(
+            ClaimType.BOOLEAN, _boolean_claim, _boolean_stored, _format_boolean, schema={"type": ["boolean", "string"]}
+        ),
+    )
 }
+"""One spec per claim type."""
+
+
+def spec(claim_type: ClaimType | str) -> TypeSpec:
+    """The spec of a claim type (by member or by name)."""
+    return TYPES[ClaimType(claim_type)]
+
+
+def to_json(actual: Any, claim_type: ClaimType | str) -> Any:
+    """A canonical value as a JSON value (None stays None)."""
+    return None if actual is None else spec(claim_type).json(actual)
 
 
 def normalise_stored(value: Any, field: FieldPolicy, policy: Policy) -> Any:
     """The stored value as the type's canonical Python value; raises BadStored."""
-    return COMPARATORS[field.type].stored(value, field, policy)
+    return TYPES[field.type].stored(value, field, policy)
 
 
 def matches(claimed: Any, stored: Any, field: FieldPolicy, policy: Policy) -> bool:
@@ -331,8 +497,8 @@ def matches(claimed: Any, stored: Any, field: FieldPolicy, policy: Policy) -> bo
     >>> matches("£1,299.00", 129900, f, p)
     True
     """
-    comp = COMPARATORS[field.type]
-    return comp.equal(comp.claimed(claimed, field, policy), stored, field)
+    s = TYPES[field.type]
+    return s.equal(s.claimed(claimed, field, policy), stored, field)
 
 
-__all__ = ["BadClaim", "BadStored", "Comparator", "COMPARATORS", "normalise_stored", "matches"]
+__all__ = ["BadClaim", "BadStored", "TypeSpec", "TYPES", "spec", "to_json", "normalise_stored", "matches"]

@@ -85,9 +85,9 @@ def _product(rest: list[Marked]) -> Node | None:
     """``(a | b) (c | d)`` when the set is every head with every tail, split at a shared token or before the last."""
     common = set(rest[0]).intersection(*rest[1:])
     splits: list[Callable[[Marked], int]] = [
-        (lambda s, p=pivot: s.index(p))
+        (lambda s, p=pivot: s.index(p))  # type: ignore[misc]
         for pivot in rest[0]
-        if pivot in common  # type: ignore[misc]
+        if pivot in common
     ]
     splits.append(lambda s: len(s) - 1)
     for at in splits:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 
 import regex
 
@@ -107,7 +106,7 @@ def lex_sentence(
 
 def _gaps(template: str, toks: Sequence[Tok]) -> list[Gap]:
     gaps: list[Gap] = []
-    for prev, tok in pairwise(toks):
+    for prev, tok in zip(toks, toks[1:]):
         if "other" in (prev.kind, tok.kind):
             continue
         gap = template[prev.end : tok.start]

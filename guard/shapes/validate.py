@@ -39,14 +39,18 @@ class SentenceResult:
         return self.shape is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "start": self.start, "end": self.end, "text": self.text,
-                "shape": self.shape, "checked": self.checked}
+        return {
+            "index": self.index,
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "shape": self.shape,
+            "checked": self.checked,
+        }
 
 
 @dataclass
 class ShapeReport:
-    """Every sentence's result and every finding for one template."""
-
     sentences: list[SentenceResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
@@ -80,16 +84,18 @@ def validate_template(
         toks, gaps = lex_sentence(template, sent, spans)
         findings: list[Finding] = []
         for g in gaps:
-            findings.append(_finding(template, "S204", f"sentence {sent.index + 1}: {g.message}", sent, g.start,
-                                     g.end, {}))
+            findings.append(
+                _finding(template, "S204", f"sentence {sent.index + 1}: {g.message}", sent, g.start, g.end, {})
+            )
         shape = _parse(template, grammar, sent, toks, types, findings)
         report.findings.extend(findings)
         report.sentences.append(SentenceResult(sent.index, sent.start, sent.end, sent.text, shape))
     return report
 
 
-def _finding(template: str, code: str, message: str, sent: Sentence, start: int, end: int,
-             data: dict[str, Any]) -> Finding:
+def _finding(
+    template: str, code: str, message: str, sent: Sentence, start: int, end: int, data: dict[str, Any]
+) -> Finding:
     line, col = line_col(template, start)
     data = {"line": line, "column": col, **data}
     return Finding.make(code, message, sentence=sent.index, start=start, end=end, data=data)
@@ -100,8 +106,9 @@ def _slot_type(tok: Tok, types: Mapping[str, str]) -> str | None:
     return t if t in SLOT_TYPES else None
 
 
-def _parse(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], types: Mapping[str, str],
-           findings: list[Finding]) -> str | None:
+def _parse(
+    template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], types: Mapping[str, str], findings: list[Finding]
+) -> str | None:
     lark_toks: list[Token] = []
     for i, t in enumerate(toks):
         ttype = grammar.token_type(t.kind, t.text, _slot_type(t, types) if t.kind == "slot" else None)
@@ -113,24 +120,41 @@ def _parse(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], typ
         findings.extend(_untyped_findings(template, grammar, sent, toks, types, inferred))
 
 
-def _untyped_findings(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], types: Mapping[str, str],
-                      inferred: dict[int, str]) -> list[Finding]:
+def _untyped_findings(
+    template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], types: Mapping[str, str], inferred: dict[int, str]
+) -> list[Finding]:
     out = []
     for i, t in enumerate(toks):
         if t.kind != "slot" or _slot_type(t, types) is not None:
             continue
         given = types.get(t.slot)
-        why = (f"has unknown type {given!r} (known: {', '.join(SLOT_TYPES)})" if given is not None
-               else "has no type")
+        why = f"has unknown type {given!r} (known: {', '.join(SLOT_TYPES)})" if given is not None else "has no type"
         fix = f"; give one with --slot-type {t.slot}=TYPE, a .slots.yaml sidecar or a payload claim"
         here = f"; here the approved shapes take {{{inferred[i].upper()}}}" if i in inferred else ""
-        out.append(_finding(template, "S203", f"sentence {sent.index + 1}: slot {t.text} {why}{here}{fix}", sent,
-                            t.start, t.end, {"slot": t.slot, "given": given, "inferred": inferred.get(i)}))
+        out.append(
+            _finding(
+                template,
+                "S203",
+                f"sentence {sent.index + 1}: slot {t.text} {why}{here}{fix}",
+                sent,
+                t.start,
+                t.end,
+                {"slot": t.slot, "given": given, "inferred": inferred.get(i)},
+            )
+        )
     return out
 
 
-def _run(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], lark_toks: list[Token],
-         types: Mapping[str, str], findings: list[Finding], inferred: dict[int, str]) -> str | None:
+def _run(
+    template: str,
+    grammar: Grammar,
+    sent: Sentence,
+    toks: list[Tok],
+    lark_toks: list[Token],
+    types: Mapping[str, str],
+    findings: list[Finding],
+    inferred: dict[int, str],
+) -> str | None:
     untyped = any(t.kind == "slot" and _slot_type(t, types) is None for t in toks)
     if grammar.parser_kind != "lalr":
         try:
@@ -206,8 +230,15 @@ def _expected(grammar: Grammar, names: set[str]) -> list[str]:
     return slots + words + (["end of sentence"] if "$END" in names else [])
 
 
-def _diagnose(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], err: Any,
-              types: Mapping[str, str], accepts: Callable[[], set[str]]) -> Finding:
+def _diagnose(
+    template: str,
+    grammar: Grammar,
+    sent: Sentence,
+    toks: list[Tok],
+    err: Any,
+    types: Mapping[str, str],
+    accepts: Callable[[], set[str]],
+) -> Finding:
     tok = getattr(err, "token", None)
     at_end = tok is None or tok.type == "$END"
     idx = len(toks) if tok is None or at_end else int(tok.line)
@@ -219,8 +250,11 @@ def _diagnose(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], 
     syms: list[Sym] = [("slot", _slot_type(t, types) or "?") if t.kind == "slot" else (t.kind, t.text) for t in toks]
     near = nearest_shapes(grammar, syms)
     shown = ", ".join(expected[:MAX_EXPECTED]) + (", ..." if len(expected) > MAX_EXPECTED else "")
-    data: dict[str, Any] = {"expected": expected, "nearest": [n.to_dict() for n in near],
-                            "shape_prefix": _prefix(toks, idx)}
+    data: dict[str, Any] = {
+        "expected": expected,
+        "nearest": [n.to_dict() for n in near],
+        "shape_prefix": _prefix(toks, idx),
+    }
     if at_end:
         start = end = sent.end
         data["unexpected"] = None
@@ -233,8 +267,10 @@ def _diagnose(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], 
     have = _slot_type(t, types) if t.kind == "slot" else None
     if have is not None and slot_expected:
         data["slot"], data["slot_type"] = t.slot, have
-        msg = (f"sentence {sent.index + 1}: slot {t.text} is {have.upper()}, but here the approved shapes take "
-               f"{' or '.join(slot_expected)}")
+        msg = (
+            f"sentence {sent.index + 1}: slot {t.text} is {have.upper()}, but here the approved shapes take "
+            f"{' or '.join(slot_expected)}"
+        )
         return _finding(template, "S202", msg, sent, start, end, data)
     where = f"after '{_prefix(toks, idx)}'" if idx else "at the start"
     what = f"slot {t.text}" if t.kind == "slot" else f"'{t.text}'"
@@ -244,7 +280,7 @@ def _diagnose(template: str, grammar: Grammar, sent: Sentence, toks: list[Tok], 
 
 
 def _prefix(toks: list[Tok], idx: int, width: int = 4) -> str:
-    part = toks[max(0, idx - width):idx]
+    part = toks[max(0, idx - width) : idx]
     out = ""
     for i, t in enumerate(part):
         if i and t.kind != "punct":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -16,11 +16,11 @@ import pytest
 import sqlalchemy as sa
 
 from guard import demo
-from guard.records.types import normalise_stored
 from guard.payload import ClaimType
-from guard.records.policy import Policy
 from guard.records.formatting import format_value
+from guard.records.policy import Policy
 from guard.records.store import RecordStore
+from guard.records.types import normalise_stored
 from tests.conftest import backend_url
 
 SECRET = "hash_7f3a_do_not_show"
@@ -57,8 +57,9 @@ class Records:
         fp = self.policy.entities[entity].fields[field]
         if r is None or r[self.policy.entities[entity].column(field)] is None:
             return None
-        return format_value(normalise_stored(r[self.policy.entities[entity].column(field)], fp, self.policy), fp,
-                            self.policy)
+        return format_value(
+            normalise_stored(r[self.policy.entities[entity].column(field)], fp, self.policy), fp, self.policy
+        )
 
     def stale(self, c: dict[str, Any]) -> bool:
         """Whether the claim's row is older than its field's freshness budget at ``demo.NOW``."""
@@ -67,7 +68,7 @@ class Records:
         if fp.freshness is None or not ent.updated_at:
             return False
         row = self.rows[ent.table][str(c["entity_id"])]
-        updated = datetime.fromisoformat(str(row[ent.updated_at])).replace(tzinfo=timezone.utc)
+        updated = datetime.fromisoformat(str(row[ent.updated_at])).replace(tzinfo=UTC)
         return demo.NOW - updated > fp.freshness
 
     def true_claims(self, principal: Any) -> list[dict[str, Any]]:
@@ -95,8 +96,9 @@ class Records:
                         value = str(actual)
                     else:
                         value = actual
-                    out.append({"type": fp.type.value, "entity": entity, "entity_id": rid, "field": fname,
-                                "value": value})
+                    out.append(
+                        {"type": fp.type.value, "entity": entity, "entity_id": rid, "field": fname, "value": value}
+                    )
         return out
 
 

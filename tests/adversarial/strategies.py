@@ -21,11 +21,28 @@ CONFUSABLES = ["\u0430", "\u043e", "\u0435", "\u03bf", "\uff10", "\uff4f", "\u21
 INVISIBLE = ["\u200b", "\u200c", "\u200d", "\ufeff", "\u2060", "\u00ad", "\u180e"]
 BIDI = ["\u202e", "\u202d", "\u202b", "\u200f", "\u200e", "\u2066", "\u2067", "\u2069"]
 CONTROL = ["\x00", "\x1b", "\r", "\n", "\t", "\x7f", "\u2028", "\u2029", "\x85"]
-SQL = ["' OR '1'='1", "1; DROP TABLE orders; --", "\" OR 1=1 --",
-       "ord_88431' UNION SELECT password_hash FROM customers --", "%' --",
-       "\\'; DELETE FROM orders; --", "*/ SELECT 1 /*"]
-FORMAT = ["{x.__class__}", "{x[0]}", "{x:>2147483648}", "{0}", "{}", "{x!r}", "{{", "}}", "{", "}",
-          "{x.__init__.__globals__}"]
+SQL = [
+    "' OR '1'='1",
+    "1; DROP TABLE orders; --",
+    '" OR 1=1 --',
+    "ord_88431' UNION SELECT password_hash FROM customers --",
+    "%' --",
+    "\\'; DELETE FROM orders; --",
+    "*/ SELECT 1 /*",
+]
+FORMAT = [
+    "{x.__class__}",
+    "{x[0]}",
+    "{x:>2147483648}",
+    "{0}",
+    "{}",
+    "{x!r}",
+    "{{",
+    "}}",
+    "{",
+    "}",
+    "{x.__init__.__globals__}",
+]
 SPECIAL = CONFUSABLES + INVISIBLE + BIDI + CONTROL
 
 odd_char = st.sampled_from(SPECIAL)
@@ -34,23 +51,70 @@ hostile_text = st.lists(st.one_of(any_char, odd_char, st.sampled_from(SQL + FORM
 marked_text = st.builds(lambda a, b: a + MARK + b, hostile_text, hostile_text)
 """A model-supplied string that must never be shown: it carries the marker."""
 
-huge_int = st.one_of(st.integers(min_value=-(10**40), max_value=10**40), st.sampled_from([2**63, -(2**63) - 1, 10**18,
-                                                                                           2**31, 2**53 + 1]))
-odd_float = st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([1e308, -0.0, 5e-324, 1299.0,
-                                                                                          4.2, 4.23]))
+huge_int = st.one_of(
+    st.integers(min_value=-(10**40), max_value=10**40), st.sampled_from([2**63, -(2**63) - 1, 10**18, 2**31, 2**53 + 1])
+)
+odd_float = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([1e308, -0.0, 5e-324, 1299.0, 4.2, 4.23])
+)
 
 TYPE_SAMPLES: dict[str, list[Any]] = {
     "identifier": ["ord_88431", "ORD_88431", "ord_88431 ", "ord_8843\u0031\u200b", "cus_1042"],
     "string": ["Ada Lovelace", "ada lovelace", "Ada\u00a0Lovelace", "\u0410da Lovelace"],
     "integer": ["3", "3.5", " 3 ", "1,000", "\uff13", True, False, 3, 2**63, -(2**63) - 1, 10**18],
-    "decimal": ["4.2", "4.2 kg", "4,2", "4.25kg", "1e400", "NaN", "-inf", "sNaN", "1E999999999", "-1e-999999999",
-                4.2, 4.23, 1e308, -0.0, 5e-324],
-    "money": ["\u00a31,299.00", "1299", "GBP 1,299", "\u00a31.299,00", "\u00a51299", "1299.001", "\u00a3-0", "1e9999",
-              "inf", "-inf", "NaN", "sNaN", "1E999999999", 1299, 1299.0, 129900, 2**53 + 1],
-    "date": ["2026-07-30", "2026-07-29", "30 July 2026", "2026-02-30", "0000-00-00", "9999-12-31",
-             "2026-07-30T00:00:00+09:00", "2026-13-01"],
-    "timestamp": ["2026-07-29T23:40:00Z", "2026-07-29T23:40:00", "2026-07-29T23:40:00+14:00", "not a time",
-                  "2026-07-29T24:00:00Z"],
+    "decimal": [
+        "4.2",
+        "4.2 kg",
+        "4,2",
+        "4.25kg",
+        "1e400",
+        "NaN",
+        "-inf",
+        "sNaN",
+        "1E999999999",
+        "-1e-999999999",
+        4.2,
+        4.23,
+        1e308,
+        -0.0,
+        5e-324,
+    ],
+    "money": [
+        "\u00a31,299.00",
+        "1299",
+        "GBP 1,299",
+        "\u00a31.299,00",
+        "\u00a51299",
+        "1299.001",
+        "\u00a3-0",
+        "1e9999",
+        "inf",
+        "-inf",
+        "NaN",
+        "sNaN",
+        "1E999999999",
+        1299,
+        1299.0,
+        129900,
+        2**53 + 1,
+    ],
+    "date": [
+        "2026-07-30",
+        "2026-07-29",
+        "30 July 2026",
+        "2026-02-30",
+        "0000-00-00",
+        "9999-12-31",
+        "2026-07-30T00:00:00+09:00",
+        "2026-13-01",
+    ],
+    "timestamp": [
+        "2026-07-29T23:40:00Z",
+        "2026-07-29T23:40:00",
+        "2026-07-29T23:40:00+14:00",
+        "not a time",
+        "2026-07-29T24:00:00Z",
+    ],
     "enum": ["shipped", "SHIPPED", "Dispatched", "delivered", "\u017fhipped", "shipped\u200b", "gold", "premium"],
     "boolean": [True, False, "true", "yes", 0, 1, "no"],
 }
@@ -68,22 +132,58 @@ ORDER_IDS = [demo.order_id(i) for i in range(0, 300, 7)] + ["ord_88431", "ord_88
 
 def prose() -> st.SearchStrategy[str]:
     """Template prose: ordinary words, escaped braces and odd characters, never the marker."""
-    words = st.sampled_from(["Your", "order", "shipped", "on", "and", "is", "expected", "to", "arrive", ".", ",",
-                             " ", "{{", "}}", "items", "The", "total", "is", "tomorrow", "refund", "\u00e9"])
-    return st.lists(st.one_of(words, odd_char, any_char.filter(lambda c: c not in "{}")), max_size=8).map(
-        lambda xs: "".join(xs)).filter(lambda s: MARK not in s)
+    words = st.sampled_from(
+        [
+            "Your",
+            "order",
+            "shipped",
+            "on",
+            "and",
+            "is",
+            "expected",
+            "to",
+            "arrive",
+            ".",
+            ",",
+            " ",
+            "{{",
+            "}}",
+            "items",
+            "The",
+            "total",
+            "is",
+            "tomorrow",
+            "refund",
+            "\u00e9",
+        ]
+    )
+    return (
+        st.lists(st.one_of(words, odd_char, any_char.filter(lambda c: c not in "{}")), max_size=8)
+        .map(lambda xs: "".join(xs))
+        .filter(lambda s: MARK not in s)
+    )
 
 
 @st.composite
 def claims(draw: Any, key: str) -> dict[str, Any]:
     """One claim: mostly on whitelisted fields with their own type, but any type and any other type's values."""
     policy = POLICY
-    entity = draw(st.one_of(st.sampled_from(["order"] * 6 + ["customer"] * 2), marked_text,
-                            st.sampled_from(["orders", "customers", "Order", "оrder"])))
+    entity = draw(
+        st.one_of(
+            st.sampled_from(["order"] * 6 + ["customer"] * 2),
+            marked_text,
+            st.sampled_from(["orders", "customers", "Order", "оrder"]),
+        )
+    )
     ent = policy.entities.get(entity)
     if ent is not None:
-        field = draw(st.one_of(st.sampled_from(sorted(ent.fields) * 4), marked_text,
-                               st.sampled_from(["password_hash", "customer_id", "updated_at", "__id__"])))
+        field = draw(
+            st.one_of(
+                st.sampled_from(sorted(ent.fields) * 4),
+                marked_text,
+                st.sampled_from(["password_hash", "customer_id", "updated_at", "__id__"]),
+            )
+        )
     else:
         field = draw(st.one_of(st.sampled_from(["id", "status"]), marked_text))
     fp = ent.fields.get(field) if ent is not None else None

@@ -8,42 +8,45 @@ the fault on and off with an UPDATE.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 import sqlalchemy as sa
 
 from guard import demo
-from guard.records.checker import Status
 from guard.decision import Action
-from guard.pipeline import Guard
+from guard.pipeline import Guard, verify
+from guard.records.checker import Status
 from guard.records.policy import Policy, load_policy
 from guard.records.store import RecordStore
-from guard.pipeline import verify
-
-from .conftest import worker
 from tests.conftest import backend_url
 
-GATE = {"domains": {"orders": {"stages": {"format": "enforce", "shape": "enforce", "freetext": "off",
-                                          "ratio": "report"}}}}
-CAUSE_TEXT = {"timeout": "statement timeout", "connection": "could not be reached", "locked": "locked",
-              "schema": "no longer matches the policy"}
+from .conftest import worker
+
+GATE = {
+    "domains": {"orders": {"stages": {"format": "enforce", "shape": "enforce", "freetext": "off", "ratio": "report"}}}
+}
+CAUSE_TEXT = {
+    "timeout": "statement timeout",
+    "connection": "could not be reached",
+    "locked": "locked",
+    "schema": "no longer matches the policy",
+}
 
 VIEW = f"slow_orders_{worker()}"
 """Named per xdist worker: the killer finds its query by the view's name, never another worker's."""
 SLOW_VIEW = {
-    "postgresql": f"CREATE VIEW {VIEW} AS SELECT o.* FROM orders o, "
-                  "(SELECT pg_sleep((SELECT seconds FROM knob))) AS k",
+    "postgresql": f"CREATE VIEW {VIEW} AS SELECT o.* FROM orders o, (SELECT pg_sleep((SELECT seconds FROM knob))) AS k",
     "mariadb": f"CREATE VIEW {VIEW} AS SELECT o.* FROM orders o WHERE SLEEP((SELECT seconds FROM knob)) = 0",
 }
 RUNNING = {
     "postgresql": f"SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%{VIEW}%' "
-                  "AND pid <> pg_backend_pid()",
-    "mariadb": f"SELECT id FROM information_schema.processlist WHERE info LIKE '%{VIEW}%' "
-               "AND id <> connection_id()",
+    "AND pid <> pg_backend_pid()",
+    "mariadb": f"SELECT id FROM information_schema.processlist WHERE info LIKE '%{VIEW}%' AND id <> connection_id()",
 }
 KILL = {"postgresql": "SELECT pg_terminate_backend({})", "mariadb": "KILL {}"}
 
@@ -63,8 +66,10 @@ def assert_refused(d, cause: str) -> None:
     assert "because the system of record could not be reached" in d.message
     assert d.results and all(r.status is Status.UNAVAILABLE for r in d.results)
     assert {r.cause for r in d.results} == {cause}
-    assert all(r.reason.startswith("the system of record could not be reached") and CAUSE_TEXT[cause] in r.reason
-               for r in d.results)
+    assert all(
+        r.reason.startswith("the system of record could not be reached") and CAUSE_TEXT[cause] in r.reason
+        for r in d.results
+    )
     assert d.to_dict()["results"][0]["status"] == "unavailable"
 
 
@@ -242,25 +247,19 @@ class Relay:
             pass
         finally:
             for s in (src, dst):
-                try:
+                with contextlib.suppress(OSError):
                     s.close()
-                except OSError:
-                    pass
 
     def stop(self) -> None:
         """Refuse new connections and drop every open one, as a server that went down."""
         if self._listener is not None:
-            try:
-                self._listener.shutdown(self._socket.SHUT_RDWR)  # wakes the blocked accept(); close alone does not
-            except OSError:
-                pass
+            with contextlib.suppress(OSError):  # shutdown wakes the blocked accept(); close alone does not
+                self._listener.shutdown(self._socket.SHUT_RDWR)
             self._listener.close()
             self._listener = None
         for s in list(self._open):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(self._socket.SHUT_RDWR)
-            except OSError:
-                pass
             s.close()
         self._open.clear()
 

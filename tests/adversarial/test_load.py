@@ -24,12 +24,12 @@ from typing import Any
 import pytest
 
 from guard import demo
-from guard.records.checker import Status
 from guard.observe.events import EventLog
 from guard.pipeline import Guard
+from guard.records.checker import Status
+from tests.conftest import backend_url
 
 from .conftest import worker
-from tests.conftest import backend_url
 
 THREADS, PER_THREAD, POOL = 8, 5000, 1000
 GATE = {"domains": {"orders": {"stages": {"format": "enforce", "shape": "off", "freetext": "off", "ratio": "off"}}}}
@@ -69,8 +69,16 @@ def payload_pool(n: int) -> list[tuple[dict[str, Any], Any]]:
         field = rng.choice(sorted(TEMPLATES))
         ctype, template = TEMPLATES[field]
         oid = o["id"] if rng.random() < 0.95 else "ord_00000"
-        claims = [{"key": "x", "type": ctype, "entity": "order", "entity_id": oid, "field": field,
-                   "value": claim_value(field, o, rng.random() < 0.3)}]
+        claims = [
+            {
+                "key": "x",
+                "type": ctype,
+                "entity": "order",
+                "entity_id": oid,
+                "field": field,
+                "value": claim_value(field, o, rng.random() < 0.3),
+            }
+        ]
         r = rng.random()
         principal = o["customer_id"] if r < 0.9 else (None if r < 0.95 else "cus_1000")
         pool.append(({"answer_template": template, "claims": claims}, principal))
@@ -143,8 +151,10 @@ def test_eight_threads_give_the_sequential_decisions(load_url, tmp_path):
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     growth = traced["last"] - traced["first"]
-    print(f"\nload: {total} payloads, {THREADS} threads, {elapsed:.1f} s, {total / elapsed:.0f} decisions/s, "
-          f"peak RSS {peak_rss_mb:.0f} MB, traced growth first->last thousand {growth / 1024:.0f} KiB")
+    print(
+        f"\nload: {total} payloads, {THREADS} threads, {elapsed:.1f} s, {total / elapsed:.0f} decisions/s, "
+        f"peak RSS {peak_rss_mb:.0f} MB, traced growth first->last thousand {growth / 1024:.0f} KiB"
+    )
     assert not errors, errors[:3]
     assert done[0] == total
     assert not unavailable, f"{len(unavailable)} decisions had unavailable claims (pool exhausted?)"

@@ -34,7 +34,14 @@ def tiny_corpus(tmp_path_factory, corpus_examples):
     out = tmp_path_factory.mktemp("tiny_corpus")
     by_domain: dict[str, list[str]] = {}
     for e in picked:
-        row = {"text": e.text, "labels": list(e.labels), "domain": e.domain, "split": e.split, "hard": e.hard, "register": e.register}
+        row = {
+            "text": e.text,
+            "labels": list(e.labels),
+            "domain": e.domain,
+            "split": e.split,
+            "hard": e.hard,
+            "register": e.register,
+        }
         by_domain.setdefault(e.domain, []).append(json.dumps(row))
     for dom, rows in by_domain.items():
         (out / f"{dom}.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")

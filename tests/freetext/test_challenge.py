@@ -82,7 +82,14 @@ def test_training_reader_and_corpus_hash_ignore_the_challenge_set(corpus_example
 
 
 def test_read_challenge_rejects_lines_outside_the_test_split(tmp_path):
-    good = {"text": "Cheaper than the old one.", "labels": ["comparative"], "domain": "reviews", "split": "test", "hard": False, "register": "terse"}
+    good = {
+        "text": "Cheaper than the old one.",
+        "labels": ["comparative"],
+        "domain": "reviews",
+        "split": "test",
+        "hard": False,
+        "register": "terse",
+    }
     bad = dict(good, text="It lasts two days.", labels=["quantity"], split="train")
     (tmp_path / "reviews.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
     with pytest.raises(CorpusError, match="not in the test split"):
@@ -93,10 +100,13 @@ def test_evaluate_challenge_counts_per_label_and_domain():
     examples = read_challenge(CHALLENGE)
     gold = np.array([[lab in e.labels for lab in LABELS] for e in examples], dtype=np.int8)
     by_text = {e.text: row for e, row in zip(examples, gold)}
-    result = evaluate_challenge(examples, {
-        "oracle": lambda texts: np.array([by_text[t] for t in texts]),
-        "silent": lambda texts: np.zeros((len(texts), len(LABELS)), dtype=np.int8),
-    })
+    result = evaluate_challenge(
+        examples,
+        {
+            "oracle": lambda texts: np.array([by_text[t] for t in texts]),
+            "silent": lambda texts: np.zeros((len(texts), len(LABELS)), dtype=np.int8),
+        },
+    )
     oracle, silent = result["systems"]["oracle"], result["systems"]["silent"]
     assert set(result["domains"]) == DOMAINS and sum(result["domains"].values()) == len(examples)
     for lab in LABELS:

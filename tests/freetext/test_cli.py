@@ -10,8 +10,13 @@ import pytest
 from guard.cli.main import main
 from guard.freetext import LABELS
 
-LINES = ["Your parcel is late because of a storm at the hub.", "It contains {item_count} items.", "",
-         "Most customers choose express at checkout.", "Thanks for your patience."]
+LINES = [
+    "Your parcel is late because of a storm at the hub.",
+    "It contains {item_count} items.",
+    "",
+    "Most customers choose express at checkout.",
+    "Thanks for your patience.",
+]
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +78,8 @@ def test_classify_and_train_errors_are_messages(tmp_path, capsys):
     assert "not found" in err and "Traceback" not in err
     (tmp_path / "corp").mkdir()
     (tmp_path / "corp" / "orders.jsonl").write_text("{broken\n")
-    assert main(["train", "--corpus", str(tmp_path / "corp"), "--out", str(tmp_path / "m.joblib"), "--no-progress"]) == 1
+    assert (
+        main(["train", "--corpus", str(tmp_path / "corp"), "--out", str(tmp_path / "m.joblib"), "--no-progress"]) == 1
+    )
     err = capsys.readouterr().err
     assert "orders.jsonl:1" in err and "Traceback" not in err

@@ -11,24 +11,38 @@ from guard.freetext.corpus import LABELS, corpus_files, read_corpus, split_of, s
 
 from .conftest import CORPUS
 
-DOMAINS = {"orders", "billing", "banking", "travel", "telecom", "healthcare", "saas", "insurance", "utilities", "food_delivery"}
+DOMAINS = {
+    "orders",
+    "billing",
+    "banking",
+    "travel",
+    "telecom",
+    "healthcare",
+    "saas",
+    "insurance",
+    "utilities",
+    "food_delivery",
+}
 
 
 def test_corpus_meets_the_issue(corpus_examples):
     s = summary(corpus_examples)
-    print(f"\n{s['n']} sentences; splits {s['splits']}; labels {s['labels']}; clean {s['clean']}; multi-label {s['multi_label']}")
+    print(
+        f"\n{s['n']} sentences; splits {s['splits']}; labels {s['labels']}; clean {s['clean']}; multi-label "
+        f"{s['multi_label']}"
+    )
     print(f"slots {s['with_slots']:.1%}; hard {s['hard']:.1%}; registers {s['registers']}")
     for dom, counts in s["labels_by_domain"].items():
         print(f"  {dom:14s} {s['domains'][dom]:4d}  " + "  ".join(f"{lab} {n}" for lab, n in counts.items()))
     assert s["n"] >= 3000
-    assert DOMAINS <= set(s["domains"]), DOMAINS - set(s["domains"])
+    assert set(s["domains"]) >= DOMAINS, DOMAINS - set(s["domains"])
     assert s["with_slots"] >= 0.35
     assert s["hard"] >= 0.30
     for lab in LABELS:
         assert s["labels"][lab] >= 300, lab
     assert set(s["registers"]) == {"formal", "casual", "terse", "apologetic"}
     lengths = [len(e.text.split()) for e in corpus_examples]
-    assert 3 <= min(lengths) and max(lengths) <= 35, "GUIDELINES.md: 3 to 35 words"
+    assert min(lengths) >= 3 and max(lengths) <= 35, "GUIDELINES.md: 3 to 35 words"
 
 
 def test_every_file_is_one_domain_and_every_split_follows_the_hash():
@@ -59,35 +73,56 @@ def test_no_leakage_across_splits(corpus_examples):
 
 
 def _line(text, labels=(), split=None, **kw):
-    row = {"text": text, "labels": list(labels), "domain": kw.pop("domain", "orders"), "split": split or split_of(text),
-           "hard": False, "register": "formal"}
+    row = {
+        "text": text,
+        "labels": list(labels),
+        "domain": kw.pop("domain", "orders"),
+        "split": split or split_of(text),
+        "hard": False,
+        "register": "formal",
+    }
     row.update(kw)
     return json.dumps(row)
 
 
 def test_reader_reports_file_and_line(tmp_path):
     good = _line("Your order shipped on {ship_date}.")
-    (tmp_path / "orders.jsonl").write_text("\n".join([
-        good,
-        "{not json",
-        _line("It arrived faster than usual.", ["comparative", "causal"]),
-        _line("Three items are missing.", ["number"]),
-        _line("Some text here.", split="dev" if split_of("Some text here.") != "dev" else "test"),
-        _line("YOUR ORDER SHIPPED ON {ship_date}."),
-        _line("Wrong domain line here.", domain="billing"),
-    ]) + "\n", encoding="utf-8")
+    (tmp_path / "orders.jsonl").write_text(
+        "\n".join(
+            [
+                good,
+                "{not json",
+                _line("It arrived faster than usual.", ["comparative", "causal"]),
+                _line("Three items are missing.", ["number"]),
+                _line("Some text here.", split="dev" if split_of("Some text here.") != "dev" else "test"),
+                _line("YOUR ORDER SHIPPED ON {ship_date}."),
+                _line("Wrong domain line here.", domain="billing"),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     with pytest.raises(CorpusError) as err:
         read_corpus(tmp_path)
     where = [p.location for p in err.value.problems]
     codes = [p.code for p in err.value.problems]
     f = str(tmp_path / "orders.jsonl")
     assert where == [f"{f}:{n}" for n in (2, 3, 4, 5, 6, 7)]
-    assert codes == ["corpus.json", "corpus.labels", "corpus.labels", "corpus.split", "corpus.duplicate", "corpus.domain"]
+    assert codes == [
+        "corpus.json",
+        "corpus.labels",
+        "corpus.labels",
+        "corpus.split",
+        "corpus.duplicate",
+        "corpus.domain",
+    ]
     assert f"{f}:2" in str(err.value)
 
 
 def test_reader_accepts_a_byte_order_mark(tmp_path):
-    (tmp_path / "orders.jsonl").write_text("\ufeff" + _line("Your order shipped on {ship_date}.") + "\n", encoding="utf-8")
+    (tmp_path / "orders.jsonl").write_text(
+        "\ufeff" + _line("Your order shipped on {ship_date}.") + "\n", encoding="utf-8"
+    )
     assert read_corpus(tmp_path)[0].text == "Your order shipped on {ship_date}."
 
 

@@ -32,8 +32,22 @@ TEXTS = [
     "Autopay lowers the chance of a missed payment.",
     "Please reply to this email.",
 ]
-Y = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0], [1, 0, 0], [0, 0, 0], [0, 0, 1],
-              [0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0], [0, 0, 0]])
+Y = np.array(
+    [
+        [0, 1, 0],
+        [0, 0, 1],
+        [0, 0, 0],
+        [1, 0, 0],
+        [0, 0, 0],
+        [0, 0, 1],
+        [0, 0, 0],
+        [1, 0, 0],
+        [0, 1, 0],
+        [0, 0, 1],
+        [1, 0, 0],
+        [0, 0, 0],
+    ]
+)
 
 
 def test_mask_keeps_offsets_and_hides_slot_names():
@@ -69,8 +83,12 @@ def test_clone_keeps_params_and_drops_fitted_state():
 
 def test_pipeline_and_grid_search_on_tiny_data():
     pipe = Pipeline([("features", SpacyFeaturizer(min_df=1)), ("model", MultiLabelLogistic())])
-    grid = GridSearchCV(pipe, {"model__C": [0.5, 2.0], "features__groups": [None, ("words", "patterns")]},
-                        cv=KFold(3, shuffle=True, random_state=0), scoring="f1_micro")
+    grid = GridSearchCV(
+        pipe,
+        {"model__C": [0.5, 2.0], "features__groups": [None, ("words", "patterns")]},
+        cv=KFold(3, shuffle=True, random_state=0),
+        scoring="f1_micro",
+    )
     grid.fit(TEXTS * 2, np.vstack([Y, Y]))
     assert set(grid.best_params_) == {"model__C", "features__groups"}
     probs = grid.predict_proba(["It arrived faster than usual."])
@@ -130,7 +148,7 @@ def test_fast_matcher_equals_spacy_matcher(corpus_examples):
 
 
 def test_model_fast_columns_equal_featurizer_features(corpus_examples, shipped):
-    ling = shipped._linguistics
+    ling = shipped.prepare()
     vocab = shipped.vocabulary
     texts = [e.text for e in corpus_examples[1::5]] + TEXTS + ["", "a", "{x}"]
     for text, lexes in zip(texts, ling.lexes(texts)):
@@ -146,13 +164,57 @@ def test_chunk_cached_tokens_equal_spacy_tokens_on_corpus(corpus_examples):
     ling = linguistics(default_lexicon())
     openers = ("", "' ", ":-  ")
     texts = [o + e.text for o in openers for e in corpus_examples]
-    texts += TEXTS + ["", "   ", "\t\n", "{a}{b}", ": ):cause", "(: ):", "It's 'cause of the storm ' cause :- ) :-)", "a.m. 10 a.m. 10a.m. p.m.", "--  -_-  ''"]
+    texts += TEXTS + [
+        "",
+        "   ",
+        "\t\n",
+        "{a}{b}",
+        ": ):cause",
+        "(: ):",
+        "It's 'cause of the storm ' cause :- ) :-)",
+        "a.m. 10 a.m. 10a.m. p.m.",
+        "--  -_-  ''",
+    ]
     assert [[x.text for x in lx] for lx in ling.fast_lexes(texts)] == _tokenizer_lexes(ling, texts)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["'", "cause", "em", ":", "-", ")", "(", "D", "p", ".", "m", "a", "10", "{x}", "'s",
-                                 "s", "_", " ", "  ", "\t", "\n", "\xa0", "It", "faster", "than", ",", "!"]), max_size=14))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "'",
+                "cause",
+                "em",
+                ":",
+                "-",
+                ")",
+                "(",
+                "D",
+                "p",
+                ".",
+                "m",
+                "a",
+                "10",
+                "{x}",
+                "'s",
+                "s",
+                "_",
+                " ",
+                "  ",
+                "\t",
+                "\n",
+                "\xa0",
+                "It",
+                "faster",
+                "than",
+                ",",
+                "!",
+            ]
+        ),
+        max_size=14,
+    )
+)
 def test_chunk_cached_tokens_equal_spacy_tokens(pieces):
     ling = linguistics(default_lexicon())
     text = "".join(pieces)

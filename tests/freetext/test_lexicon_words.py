@@ -13,11 +13,14 @@ def test_shipped_lexicon_has_no_booleans_among_its_words():
     _check_words(default_lexicon())
 
 
-@pytest.mark.parametrize("text", [
-    "classes: {NEG: [not, no]}\npatterns: {}",
-    "classes: {}\npatterns: {P: [[{LOWER: {IN: [up, on]}}]]}",
-    "classes: {}\npatterns: {P: [[{LOWER: no}, {LOWER: more}]]}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "classes: {NEG: [not, no]}\npatterns: {}",
+        "classes: {}\npatterns: {P: [[{LOWER: {IN: [up, on]}}]]}",
+        "classes: {}\npatterns: {P: [[{LOWER: no}, {LOWER: more}]]}",
+    ],
+)
 def test_bare_yaml_booleans_are_rejected_when_the_file_is_read(text):
     with pytest.raises(ModelError, match="quote no/on/off/yes"):
         _check_words(yaml.safe_load(text))

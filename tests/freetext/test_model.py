@@ -47,8 +47,13 @@ def test_shipped_model_meets_f1_on_test_split_and_beats_baselines(shipped, corpu
 
 
 def test_predict_returns_labels_scores_and_spans(shipped):
-    texts = ["Your parcel is late because of a storm at the hub.", "It contains {item_count} items.",
-             "It contains 3 items.", "Express is quicker than standard post.", "Thanks for your patience."]
+    texts = [
+        "Your parcel is late because of a storm at the hub.",
+        "It contains {item_count} items.",
+        "It contains 3 items.",
+        "Express is quicker than standard post.",
+        "Thanks for your patience.",
+    ]
     preds = shipped.predict(texts)
     assert [p.labels for p in preds] == [("causal",), (), ("quantity",), ("comparative",), ()]
     for p in preds:
@@ -57,7 +62,7 @@ def test_predict_returns_labels_scores_and_spans(shipped):
         for lab, spans in p.spans.items():
             assert spans, lab
             for s in spans:
-                assert p.text[s.start:s.end] == s.text and s.text.strip()
+                assert p.text[s.start : s.end] == s.text and s.text.strip()
     assert "because" in preds[0].spans["causal"][0].text
     assert "3" in preds[2].spans["quantity"][0].text
     assert preds[0].to_dict()["labels"] == ["causal"]
@@ -67,11 +72,13 @@ def test_predict_returns_labels_scores_and_spans(shipped):
 
 
 def test_slot_supplied_values_are_clean_but_free_text_values_are_not(shipped):
-    pairs = [("Your refund of {amount} was sent on {refund_date}.", ()),
-             ("We've been holding it since {hold_date}.", ()),
-             ("Since your card expired, the payment failed.", ("causal",)),
-             ("Learn more in the help centre.", ()),
-             ("Most customers choose express at checkout.", ("quantity",))]
+    pairs = [
+        ("Your refund of {amount} was sent on {refund_date}.", ()),
+        ("We've been holding it since {hold_date}.", ()),
+        ("Since your card expired, the payment failed.", ("causal",)),
+        ("Learn more in the help centre.", ()),
+        ("Most customers choose express at checkout.", ("quantity",)),
+    ]
     for text, labels in pairs:
         assert shipped.predict(text)[0].labels == labels, text
 
@@ -100,7 +107,7 @@ def test_predict_never_crashes_on_arbitrary_unicode(shipped, texts):
         assert all(0.0 <= v <= 1.0 for v in p.scores.values())
         for spans in p.spans.values():
             for s in spans:
-                assert 0 <= s.start <= s.end <= len(t) and t[s.start:s.end] == s.text
+                assert 0 <= s.start <= s.end <= len(t) and t[s.start : s.end] == s.text
 
 
 @given(st.text(alphabet=st.sampled_from(list("{}ab _\ue000.1")), max_size=60))
@@ -109,7 +116,7 @@ def test_braces_and_private_characters_never_break_spans(shipped, text):
     (p,) = shipped.predict([text])
     for spans in p.spans.values():
         for s in spans:
-            assert text[s.start:s.end] == s.text
+            assert text[s.start : s.end] == s.text
 
 
 # --- the model card guards the load ------------------------------------------------
@@ -134,11 +141,14 @@ def test_copy_loads(model_copy):
     assert load(model_copy).labels == LABELS
 
 
-@pytest.mark.parametrize("lib, version, expect", [
-    ("scikit-learn", "0.24.2", "scikit-learn 0.24.2"),
-    ("spacy", "2.3.0", "spacy 2.3.0"),
-    ("spacy-lookups-data", "0.1.0", "spacy-lookups-data"),
-])
+@pytest.mark.parametrize(
+    "lib, version, expect",
+    [
+        ("scikit-learn", "0.24.2", "scikit-learn 0.24.2"),
+        ("spacy", "2.3.0", "spacy 2.3.0"),
+        ("spacy-lookups-data", "0.1.0", "spacy-lookups-data"),
+    ],
+)
 def test_library_version_mismatch_is_a_model_error(model_copy, lib, version, expect):
     _edit_card(model_copy, lambda c: c["libraries"].__setitem__(lib, version))
     with pytest.raises(ModelError, match=expect) as err:
@@ -189,14 +199,17 @@ def test_evidence_and_explain_name_the_words(shipped):
     rows = shipped.explain(text)
     feats = {f for f, _, _ in rows}
     assert "p=EFFECT_VERB" in feats and "bias" in feats
-    for f, words, weights in rows:
+    for _f, words, weights in rows:
         assert set(weights) == set(LABELS)
         assert words == "" or words in text
 
 
 def test_correlation_is_not_causation_but_effect_verbs_are(shipped):
-    causal = ["Regular exercise reduces the risk of heart disease.", "Smoking leads to lung cancer.",
-              "The update improved battery life."]
+    causal = [
+        "Regular exercise reduces the risk of heart disease.",
+        "Smoking leads to lung cancer.",
+        "The update improved battery life.",
+    ]
     not_causal = ["Higher income is associated with longer life.", "Obesity is correlated with diabetes."]
     for t in causal:
         assert "causal" in shipped.predict(t)[0].labels, t
@@ -205,8 +218,12 @@ def test_correlation_is_not_causation_but_effect_verbs_are(shipped):
 
 
 def test_equatives_and_superlatives_are_comparative(shipped):
-    for t in ["The battery is not as good as the old one.", "This is the best laptop I have owned.",
-              "It costs the same as your last bill.", "Our cheapest plan suits you."]:
+    for t in [
+        "The battery is not as good as the old one.",
+        "This is the best laptop I have owned.",
+        "It costs the same as your last bill.",
+        "Our cheapest plan suits you.",
+    ]:
         assert "comparative" in shipped.predict(t)[0].labels, t
 
 
@@ -214,7 +231,7 @@ def _reference_spans(clf, text, labels, top=3):
     """Spans as first written: spaCy's own tokens and offsets, units trimmed one by one."""
     from guard.freetext.model import MIN_EVIDENCE, Span
 
-    toks = clf._linguistics.tokens(text)
+    toks = clf.prepare().tokens(text)
     lexes = [x for x, _, _ in toks]
     window_ids = clf._window_ids(lexes)[1:]  # one per token and the sentence end, after the bias
     long_matches = clf._ling.matcher.find_long([x.m for x in lexes]) if "patterns" in clf.groups else []
@@ -257,9 +274,48 @@ def test_spans_equal_the_reference_computation_on_the_whole_corpus(shipped, corp
         assert p.spans == (_reference_spans(shipped, p.text, p.labels) if p.labels else {}), p.text
 
 
-_PIECES = ["It", "arrived", "faster", "than", "usual", "because", "of", "the", "storm", "3", "items", "two", "days",
-           "as", "if", "we", "'ll", "{x}", "{ n days }", "{", "}", "\ue000", ",", ".", ":", "-", ")", "'", "cause",
-           "é", "😀", " ", "  ", "\t", "\n", "\xa0", "\u2009", "\u3000", "\x85", "\x1c"]
+_PIECES = [
+    "It",
+    "arrived",
+    "faster",
+    "than",
+    "usual",
+    "because",
+    "of",
+    "the",
+    "storm",
+    "3",
+    "items",
+    "two",
+    "days",
+    "as",
+    "if",
+    "we",
+    "'ll",
+    "{x}",
+    "{ n days }",
+    "{",
+    "}",
+    "\ue000",
+    ",",
+    ".",
+    ":",
+    "-",
+    ")",
+    "'",
+    "cause",
+    "é",
+    "😀",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\xa0",
+    "\u2009",
+    "\u3000",
+    "\x85",
+    "\x1c",
+]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -267,7 +323,7 @@ _PIECES = ["It", "arrived", "faster", "than", "usual", "because", "of", "the", "
 def test_offsets_from_the_chunk_layout_equal_spacy_offsets_and_spans_equal_the_reference(shipped, texts):
     from guard.freetext.model import _NonSpace
 
-    ling = shipped._linguistics
+    ling = shipped.prepare()
     chars = _NonSpace(texts)
     for k, (text, lexes) in enumerate(zip(texts, ling.fast_lexes(texts))):
         lens = [len(x.text) for x in lexes]
@@ -309,8 +365,12 @@ def test_window_cache_reset_changes_no_prediction(monkeypatch):
     from guard.freetext import load
     from guard.freetext.model import _Windows
 
-    texts = ["It arrived faster than usual.", "Your order {order_id} has 3 items.",
-             "Because of the storm, deliveries are late.", "Thanks for your patience."] * 3
+    texts = [
+        "It arrived faster than usual.",
+        "Your order {order_id} has 3 items.",
+        "Because of the storm, deliveries are late.",
+        "Thanks for your patience.",
+    ] * 3
     reference = load().predict(texts)
     clf = load()
     monkeypatch.setattr(_Windows, "LIMIT", 5)

@@ -14,7 +14,9 @@ def test_notebook_executes_on_a_sample(monkeypatch):
     monkeypatch.setenv("GUARD_NOTEBOOK_SAMPLE", "300")
     monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel draws inline PNGs
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    NotebookClient(
+        nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    ).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     images = [o for o in outputs if "image/png" in o.get("data", {})]

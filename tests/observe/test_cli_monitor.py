@@ -79,15 +79,18 @@ def test_malformed_lines_are_reported_not_fatal(tmp_path: Path, capsys) -> None:
     assert "2 malformed line(s) skipped" in out and "dirty.log:11" in out
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--window", "soon"], "--window"),
-    (["--format", "xml"], "--format"),
-    (["--alpha", "2"], "alpha must be between 0 and 1"),
-    (["--baseline-from", "2026-12-01T00:00:00"], "both a start and an end"),
-    (["--baseline-from", "yesterday", "--baseline-to", "today"], "--baseline-from"),
-    (["--watch", "contradicted,wrong"], "unknown status wrong"),
-    (["--plot", "out.pdf"], "must end in .html, .png or .svg"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--window", "soon"], "--window"),
+        (["--format", "xml"], "--format"),
+        (["--alpha", "2"], "alpha must be between 0 and 1"),
+        (["--baseline-from", "2026-12-01T00:00:00"], "both a start and an end"),
+        (["--baseline-from", "yesterday", "--baseline-to", "today"], "--baseline-from"),
+        (["--watch", "contradicted,wrong"], "unknown status wrong"),
+        (["--plot", "out.pdf"], "must end in .html, .png or .svg"),
+    ],
+)
 def test_bad_arguments_are_one_line_errors(jump_log: Path, capsys, args: list[str], says: str) -> None:
     code, out, err = guard(capsys, str(jump_log), *args)
     assert code == 1

@@ -180,7 +180,9 @@ def test_processes_and_threads_share_a_rotating_log(tmp_path: Path, compress: bo
     path = tmp_path / "shared.log"
     processes, threads, lines = 4, 3, 150
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(str(path), p, threads, lines, 4_000, compress)) for p in range(processes)]
+    procs = [
+        ctx.Process(target=_writer, args=(str(path), p, threads, lines, 4_000, compress)) for p in range(processes)
+    ]
     for p in procs:
         p.start()
     for p in procs:

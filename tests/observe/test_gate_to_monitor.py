@@ -6,9 +6,9 @@ from pathlib import Path
 
 from guard import demo
 from guard.observe.events import EventLog
-from guard.pipeline import Guard
 from guard.observe.metrics import Metrics
 from guard.observe.monitor import MonitorConfig, monitor_logs
+from guard.pipeline import Guard
 
 # Lint stages that need a model or a grammar are off: this test is about what the gate logs.
 CONFIG = {"default": {"stages": {"format": "enforce", "shape": "off", "freetext": "off", "ratio": "report"}}}
@@ -22,8 +22,10 @@ def test_events_logged_by_the_gate_are_counted_alike_by_the_monitor_and_metrics(
     payloads = demo.payloads()
     log = EventLog(log_path, max_bytes=4_000)
     with Guard(demo.policy(), url, domain="orders", config=CONFIG, log=log, metrics=metrics) as gate:
-        actions = [gate.run(payloads[name], principal=demo.PRINCIPAL, now=demo.NOW).action.value
-                   for name in ["answer", "refuse", "regenerate"] * 5]
+        actions = [
+            gate.run(payloads[name], principal=demo.PRINCIPAL, now=demo.NOW).action.value
+            for name in ["answer", "refuse", "regenerate"] * 5
+        ]
     assert set(actions) == {"answer", "refuse", "regenerate_from_facts"}
 
     report = monitor_logs([str(log_path)], MonitorConfig(min_count=1))
@@ -41,8 +43,9 @@ def test_events_logged_by_the_gate_are_counted_alike_by_the_monitor_and_metrics(
         for status in ("confirmed", "contradicted", "not_found", "stale", "unavailable", "not_checkable"):
             counted = sum(series.count(w, status) for w in report.windows)
             claims += counted
-            assert metrics.value("guard_claims_total", entity=series.entity, field=series.field, status=status) \
-                == counted, (series.name, status)
+            assert (
+                metrics.value("guard_claims_total", entity=series.entity, field=series.field, status=status) == counted
+            ), (series.name, status)
     assert claims == report.counters["claims"] > 0
     contradicted = {s.name for s in report.fields if any(s.count(w, "contradicted") for w in report.windows)}
     assert contradicted == {"order.total_minor"}  # the demo's wrong total

@@ -89,10 +89,12 @@ def test_served_over_http() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.dictionaries(
-    st.sampled_from(["event", "entity", "field", "status", "action", "findings", "prose_per_slot"]),
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5) | st.lists(st.text(max_size=3)),
-))
+@given(
+    st.dictionaries(
+        st.sampled_from(["event", "entity", "field", "status", "action", "findings", "prose_per_slot"]),
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5) | st.lists(st.text(max_size=3)),
+    )
+)
 def test_observe_survives_odd_events(event: dict) -> None:
     event.setdefault("event", "decision")
     Metrics().observe(event)

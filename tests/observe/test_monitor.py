@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -23,7 +23,7 @@ from guard.observe.monitor import (
     proportion_increase_test,
 )
 
-T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 
 
@@ -31,25 +31,38 @@ def claims(hour: int, field: str, n: int, bad: int, status: str = "contradicted"
     """``n`` claim events in hour ``hour`` of which ``bad`` have ``status``, the rest confirmed."""
     for i in range(n):
         ts = (T0 + hour * HOUR + timedelta(seconds=i * 3600 / max(n, 1))).isoformat()
-        yield {"ts": ts, "event": "claim", "entity": entity, "field": field,
-               "status": status if i < bad else "confirmed", "domain": "orders"}
+        yield {
+            "ts": ts,
+            "event": "claim",
+            "entity": entity,
+            "field": field,
+            "status": status if i < bad else "confirmed",
+            "domain": "orders",
+        }
 
 
 def decisions(hour: int, ratios):
     for i, r in enumerate(ratios):
         ts = (T0 + hour * HOUR + timedelta(seconds=i)).isoformat()
-        yield {"ts": ts, "event": "decision", "action": "answer", "prose_per_slot": r, "n_slots": 2,
-               "prose_words": r * 2, "findings": []}
+        yield {
+            "ts": ts,
+            "event": "decision",
+            "action": "answer",
+            "prose_per_slot": r,
+            "n_slots": 2,
+            "prose_words": r * 2,
+            "findings": [],
+        }
 
 
-def run(events, **cfg) -> "Monitor":
+def run(events, **cfg) -> Monitor:
     return Monitor(MonitorConfig(**cfg)).add_all(events).report()
 
 
 def steady_then(jump_bad: int, jump_n: int = 500, hours: int = 6):
     events = []
     for h in range(hours):
-        events += claims(h, "shipped_at", 500, 10)   # 2 %
+        events += claims(h, "shipped_at", 500, 10)  # 2 %
         events += claims(h, "total", 500, 10)
     events += claims(hours, "shipped_at", jump_n, jump_bad)
     events += claims(hours, "total", 500, 11)
@@ -162,8 +175,17 @@ def test_slot_ratio_drift_is_flagged_and_a_tiny_shift_is_not() -> None:
 
 def test_templates_without_slots_land_in_the_top_bin() -> None:
     m = Monitor()
-    m.add({"ts": T0.isoformat(), "event": "decision", "action": "refuse", "n_slots": 0, "prose_words": 30,
-           "prose_per_slot": None, "findings": ["R402"]})
+    m.add(
+        {
+            "ts": T0.isoformat(),
+            "event": "decision",
+            "action": "refuse",
+            "n_slots": 0,
+            "prose_words": 30,
+            "prose_per_slot": None,
+            "findings": ["R402"],
+        }
+    )
     m.add({"ts": T0.isoformat(), "event": "decision", "action": "answer", "n_slots": 0, "prose_words": 0})
     report = m.report()
     (bins,) = report.prose.values()
@@ -173,13 +195,29 @@ def test_templates_without_slots_land_in_the_top_bin() -> None:
 
 def test_events_without_time_other_domains_and_unknown_kinds_are_counted_not_used() -> None:
     m = Monitor(MonitorConfig(domain="orders"))
-    m.add_all([
-        {"event": "claim", "entity": "o", "field": "f", "status": "confirmed", "domain": "orders"},
-        {"ts": "yesterday", "event": "claim", "domain": "orders"},
-        {"ts": T0.isoformat(), "event": "claim", "entity": "o", "field": "f", "status": "confirmed", "domain": "billing"},
-        {"ts": T0.isoformat(), "event": "heartbeat"},
-        {"ts": "2026-12-01T00:00:00", "event": "claim", "entity": "o", "field": "f", "status": "weird", "domain": "orders"},
-    ])
+    m.add_all(
+        [
+            {"event": "claim", "entity": "o", "field": "f", "status": "confirmed", "domain": "orders"},
+            {"ts": "yesterday", "event": "claim", "domain": "orders"},
+            {
+                "ts": T0.isoformat(),
+                "event": "claim",
+                "entity": "o",
+                "field": "f",
+                "status": "confirmed",
+                "domain": "billing",
+            },
+            {"ts": T0.isoformat(), "event": "heartbeat"},
+            {
+                "ts": "2026-12-01T00:00:00",
+                "event": "claim",
+                "entity": "o",
+                "field": "f",
+                "status": "weird",
+                "domain": "orders",
+            },
+        ]
+    )
     r = m.report()
     assert r.counters == {"events": 5, "claims": 1, "decisions": 0, "ignored": 1, "untimed": 2, "other_domain": 1}
     (series,) = r.fields
@@ -199,11 +237,22 @@ def test_report_json_and_text() -> None:
     assert "c 2.2%*" not in text
 
 
-@pytest.mark.parametrize("bad", [
-    {"baseline_windows": 0}, {"alpha": 0}, {"alpha": 1.5}, {"min_count": 0},
-    {"watched": ("wrong",)}, {"baseline_start": T0}, {"baseline_start": T0, "baseline_end": T0},
-    {"correction": "holm"}, {"window": timedelta(0)}, {"min_delta": 1.5}, {"min_delta": -0.1},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"baseline_windows": 0},
+        {"alpha": 0},
+        {"alpha": 1.5},
+        {"min_count": 0},
+        {"watched": ("wrong",)},
+        {"baseline_start": T0},
+        {"baseline_start": T0, "baseline_end": T0},
+        {"correction": "holm"},
+        {"window": timedelta(0)},
+        {"min_delta": 1.5},
+        {"min_delta": -0.1},
+    ],
+)
 def test_bad_settings_are_refused_with_reasons(bad: dict) -> None:
     with pytest.raises(GuardError, match="invalid monitor settings"):
         MonitorConfig(**bad)
@@ -289,8 +338,11 @@ def test_parse_window_refuses_what_it_cannot_read(bad: str) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["a", "b"]), st.integers(0, 40), st.integers(0, 40)),
-             min_size=1, max_size=25),
+    st.lists(
+        st.tuples(st.integers(0, 30), st.sampled_from(["a", "b"]), st.integers(0, 40), st.integers(0, 40)),
+        min_size=1,
+        max_size=25,
+    ),
     st.lists(st.tuples(st.integers(0, 30), st.lists(st.floats(0, 30), min_size=1, max_size=30)), max_size=12),
     st.integers(1, 5),
 )
@@ -300,8 +352,9 @@ def test_baselines_are_the_sums_of_the_preceding_windows(cells, prose, n_base) -
         events += claims(hour, field, good + bad, bad)
     for hour, ratios in prose:
         events += decisions(hour, ratios)
-    report = run(events, baseline_windows=n_base, min_count=1, alpha=0.999999, correction="none", min_shift=0,
-                 min_delta=0)
+    report = run(
+        events, baseline_windows=n_base, min_count=1, alpha=0.999999, correction="none", min_shift=0, min_delta=0
+    )
     first = int(T0.timestamp() // 3600)
     for alert in report.alerts:
         hour = int(alert.window_start.timestamp() // 3600) - first
@@ -322,8 +375,21 @@ _json = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=6,
 )
-_keys = st.sampled_from(["ts", "event", "entity", "field", "status", "action", "findings", "prose_per_slot",
-                         "n_slots", "prose_words", "domain"])
+_keys = st.sampled_from(
+    [
+        "ts",
+        "event",
+        "entity",
+        "field",
+        "status",
+        "action",
+        "findings",
+        "prose_per_slot",
+        "n_slots",
+        "prose_words",
+        "domain",
+    ]
+)
 
 
 @settings(max_examples=150, deadline=None)

@@ -42,7 +42,9 @@ def test_rules_use_only_metrics_guard_exports() -> None:
     m = Metrics()
     m.observe({"event": "claim", "entity": "e", "field": "f", "status": "confirmed"})
     m.observe({"event": "decision", "action": "answer", "findings": ["R401"], "prose_per_slot": 1.0})
-    exported = {line.split("{")[0].split(" ")[0] for line in m.expose().decode().splitlines() if line and line[0] != "#"}
+    exported = {
+        line.split("{")[0].split(" ")[0] for line in m.expose().decode().splitlines() if line and line[0] != "#"
+    }
     groups = yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"]
     exprs = [rule["expr"] for group in groups for rule in group["rules"]]
     used = {name for expr in exprs for name in re.findall(r"\b(guard_[a-z_]+)", expr)}

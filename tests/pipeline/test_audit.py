@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -14,15 +15,16 @@ from guard.cli.main import main
 from guard.observe.events import EventLog
 from guard.pipeline import Guard
 
-CFG = {"domains": {"orders": {"stages": {"format": "enforce", "shape": "enforce", "freetext": "off",
-                                         "ratio": "report"}}}}
+CFG = {
+    "domains": {"orders": {"stages": {"format": "enforce", "shape": "enforce", "freetext": "off", "ratio": "report"}}}
+}
 
 
 def payloads(n: int, seed: int = 3) -> list[dict]:
     rng = random.Random(seed)
     base = demo.payloads()
     out = []
-    for i in range(n):
+    for _i in range(n):
         p = copy.deepcopy(base[rng.choice(["answer", "refuse", "regenerate"])])
         if rng.random() < 0.2:
             p["answer_template"] += " This is faster than usual."
@@ -46,8 +48,14 @@ def inputs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def settings(sqlite_demo):
     url, policy, _ = sqlite_demo
-    return AuditSettings(policy=policy.model_dump(mode="json", exclude_none=True), db=url, domain="orders",
-                         config=CFG, now=demo.NOW.isoformat(), default_principal=demo.PRINCIPAL)
+    return AuditSettings(
+        policy=policy.model_dump(mode="json", exclude_none=True),
+        db=url,
+        domain="orders",
+        config=CFG,
+        now=demo.NOW.isoformat(),
+        default_principal=demo.PRINCIPAL,
+    )
 
 
 def test_sequential_audit_matches_the_gate(inputs, settings, sqlite_demo):
@@ -68,8 +76,10 @@ def test_joblib_and_dask_give_identical_records(inputs, settings):
     seq = audit(inputs, settings, chunk_size=25).records
     par = audit(inputs, settings, jobs=2, chunk_size=25).records
     assert par == seq
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         dsk = audit(inputs, settings, dask=client, chunk_size=25).records
     assert dsk == seq
 
@@ -92,7 +102,8 @@ def test_audit_reads_payload_events_from_the_gate_log(sqlite_demo, tmp_path, set
     assert [r["action"] for r in rotated.records] == [r["action"] for r in report.records]
     assert [r["action"] for r in report.records] == [
         Guard(policy, store, domain="orders", config=CFG).run(p, principal=demo.PRINCIPAL, now=demo.NOW).action.value
-        for p in payloads(30)]
+        for p in payloads(30)
+    ]
 
 
 def test_cli_audit_and_run(inputs, sqlite_demo, tmp_path, capsys):
@@ -100,17 +111,58 @@ def test_cli_audit_and_run(inputs, sqlite_demo, tmp_path, capsys):
     policy = str(tmp_path / "p.yaml")
     import yaml
 
-    open(policy, "w").write(yaml.safe_dump(sqlite_demo[1].model_dump(mode="json", exclude_none=True)))
+    Path(policy).write_text(yaml.safe_dump(sqlite_demo[1].model_dump(mode="json", exclude_none=True)))
     cfg = tmp_path / "gate.yaml"
     cfg.write_text(yaml.safe_dump(CFG))
     out = tmp_path / "records.jsonl"
-    assert main(["audit", *inputs, "--policy", policy, "--db", url, "--domain", "orders", "--config", str(cfg),
-                 "--principal", demo.PRINCIPAL, "--now", demo.NOW.isoformat(), "--jobs", "2",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                *inputs,
+                "--policy",
+                policy,
+                "--db",
+                url,
+                "--domain",
+                "orders",
+                "--config",
+                str(cfg),
+                "--principal",
+                demo.PRINCIPAL,
+                "--now",
+                demo.NOW.isoformat(),
+                "--jobs",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["items"] == 242 and len(out.read_text().splitlines()) == 242
     pfile = tmp_path / "one.json"
     pfile.write_text(json.dumps(demo.payloads()["answer"]))
-    assert main(["run", str(pfile), "--policy", policy, "--db", url, "--domain", "orders", "--config", str(cfg),
-                 "--principal", demo.PRINCIPAL, "--now", demo.NOW.isoformat()]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(pfile),
+                "--policy",
+                policy,
+                "--db",
+                url,
+                "--domain",
+                "orders",
+                "--config",
+                str(cfg),
+                "--principal",
+                demo.PRINCIPAL,
+                "--now",
+                demo.NOW.isoformat(),
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["action"] == "answer"

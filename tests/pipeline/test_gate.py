@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import copy
-import json
 
 import pytest
 import sqlalchemy as sa
 
 from guard import demo
 from guard.decision import Action
-from guard.errors import PayloadError, PolicyError
+from guard.errors import ConfigError, PayloadError
 from guard.observe.events import EventLog, read_events
-from guard.pipeline import Guard, load_gate_config
 from guard.observe.metrics import Metrics
+from guard.pipeline import Guard, load_gate_config
 
 NO_MODEL = {"format": "enforce", "shape": "enforce", "freetext": "off", "ratio": "enforce"}
 
@@ -52,8 +51,7 @@ def test_clean_payload_is_answered_with_no_findings(gate):
 
 def test_enforced_shape_failure_refuses_before_any_lookup(gate):
     p = prose("This was quicker than usual.")
-    d, statements = count_statements(gate.store.engine,
-                                     lambda: gate.run(p, principal=demo.PRINCIPAL, now=demo.NOW))
+    d, statements = count_statements(gate.store.engine, lambda: gate.run(p, principal=demo.PRINCIPAL, now=demo.NOW))
     assert d.action is Action.REFUSE and statements == []
     assert d.results == ()
     assert "sentence 3 is not one of the approved sentence shapes" in d.message
@@ -73,22 +71,24 @@ def test_report_mode_keeps_findings_but_answers(sqlite_demo):
 def test_ratio_enforced(sqlite_demo):
     url, policy, store = sqlite_demo
     g = Guard(policy, store, domain="orders", config=cfg(shape="off"))
-    long = ("We really appreciate you shopping with us and hope that everything about your purchase and our "
-            "service has been exactly what you hoped it would be.")
+    long = (
+        "We really appreciate you shopping with us and hope that everything about your purchase and our "
+        "service has been exactly what you hoped it would be."
+    )
     d = g.run(prose(long), principal=demo.PRINCIPAL, now=demo.NOW)
     assert d.action is Action.REFUSE
     assert {f.code for f in d.findings} == {"R401", "R402"}
 
 
 def test_format_stage_cannot_be_turned_off(sqlite_demo):
-    with pytest.raises(PolicyError, match="cannot be turned off"):
+    with pytest.raises(ConfigError, match="cannot be turned off"):
         Guard(sqlite_demo[1], sqlite_demo[2], domain="orders", config=cfg(format="off"))
 
 
-def test_bad_gate_config_is_a_policy_error(tmp_path):
+def test_bad_gate_config_is_a_config_error(tmp_path):
     f = tmp_path / "g.yaml"
     f.write_text("domains: {orders: {stages: {shape: sometimes}}}")
-    with pytest.raises(PolicyError) as err:
+    with pytest.raises(ConfigError) as err:
         load_gate_config(f)
     assert "domains.orders.stages.shape" in str(err.value)
 

@@ -10,8 +10,9 @@ from guard.cli.main import main
 from guard.linting import default_stages, lint
 from guard.linting.ratio import RatioThresholds, measure
 
-SEED = ("Your order {order_id} shipped on {ship_date} and is expected to arrive on {eta}. "
-        "It contains {item_count} items.")
+SEED = (
+    "Your order {order_id} shipped on {ship_date} and is expected to arrive on {eta}. It contains {item_count} items."
+)
 TYPES = {"order_id": "identifier", "ship_date": "date", "eta": "date", "item_count": "integer"}
 
 
@@ -37,8 +38,9 @@ def test_ratio_findings_through_lint_facade():
 @pytest.mark.parametrize("fmt", ["json", "sarif"])
 def test_cli_formats_carry_ratio_findings(tmp_path, capsys, fmt):
     t = tmp_path / "t.txt"
-    t.write_text("Your order {order_id} is ready. We are thrilled to let you know that our whole team worked "
-                 "hard on it.")
+    t.write_text(
+        "Your order {order_id} is ready. We are thrilled to let you know that our whole team worked hard on it."
+    )
     code = main(["lint", str(t), "-d", "orders", "-s", "order_id=identifier", "--no-freetext", "-f", fmt])
     out = json.loads(capsys.readouterr().out)
     assert code == 1
@@ -51,8 +53,13 @@ def test_lint_reads_standard_input():
     import sys
 
     def lint_stdin(text, *args):
-        return subprocess.run([sys.executable, "-m", "guard.cli.main", "lint", "-", "-d", "orders", "--no-freetext",
-                               *args], input=text, capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "guard.cli.main", "lint", "-", "-d", "orders", "--no-freetext", *args],
+            input=text,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     ok = lint_stdin(SEED, *[f"--slot-type={k}={v}" for k, v in TYPES.items()])
     assert ok.returncode == 0, ok.stdout + ok.stderr

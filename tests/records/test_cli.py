@@ -22,31 +22,69 @@ def payload_file(tmp_path):
         p = tmp_path / name
         p.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
         return str(p)
+
     return write
 
 
 def test_check_prints_decision_json(sqlite_demo, payload_file, capsys):
     url = sqlite_demo[0]
-    code = main(["check", payload_file(demo.payloads()["answer"]), "--policy", POLICY, "--db", url,
-                 "--principal", demo.PRINCIPAL, "--now", demo.NOW.isoformat()])
+    code = main(
+        [
+            "check",
+            payload_file(demo.payloads()["answer"]),
+            "--policy",
+            POLICY,
+            "--db",
+            url,
+            "--principal",
+            demo.PRINCIPAL,
+            "--now",
+            demo.NOW.isoformat(),
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["action"] == "answer" and out["text"].startswith("Your order ord_88431 shipped on 30 July 2026")
     assert out["citations"][0]["citation"] == "order:ord_88431#id"
 
 
-@pytest.mark.parametrize("name,action,keys", [("refuse", "refuse", {"message", "unverified"}),
-                                              ("regenerate", "regenerate_from_facts", {"facts", "contradicted"})])
+@pytest.mark.parametrize(
+    "name,action,keys",
+    [
+        ("refuse", "refuse", {"message", "unverified"}),
+        ("regenerate", "regenerate_from_facts", {"facts", "contradicted"}),
+    ],
+)
 def test_check_other_decisions_exit_zero(sqlite_demo, payload_file, capsys, name, action, keys):
-    code = main(["check", payload_file(demo.payloads()[name]), "--policy", POLICY, "--db", sqlite_demo[0],
-                 "--principal", demo.PRINCIPAL, "--now", demo.NOW.isoformat()])
+    code = main(
+        [
+            "check",
+            payload_file(demo.payloads()[name]),
+            "--policy",
+            POLICY,
+            "--db",
+            sqlite_demo[0],
+            "--principal",
+            demo.PRINCIPAL,
+            "--now",
+            demo.NOW.isoformat(),
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["action"] == action and keys <= set(out)
 
 
 def test_invalid_payload_exit_one_message_on_stderr(sqlite_demo, payload_file, capsys):
-    code = main(["check", payload_file('{"answer_template": "{x.y}", "claims": []}'), "--policy", POLICY,
-                 "--db", sqlite_demo[0]])
+    code = main(
+        [
+            "check",
+            payload_file('{"answer_template": "{x.y}", "claims": []}'),
+            "--policy",
+            POLICY,
+            "--db",
+            sqlite_demo[0],
+        ]
+    )
     cap = capsys.readouterr()
     assert code == 1 and cap.out == ""
     assert "F101" in cap.err and "attribute access" in cap.err and "Traceback" not in cap.err
@@ -66,8 +104,18 @@ def test_usage_error_exit_two(capsys):
 
 
 def test_database_down_gives_refuse_not_crash(payload_file, capsys):
-    code = main(["check", payload_file(demo.payloads()["answer"]), "--policy", POLICY,
-                 "--db", "postgresql+psycopg://nobody@127.0.0.1:1/none", "--principal", demo.PRINCIPAL])
+    code = main(
+        [
+            "check",
+            payload_file(demo.payloads()["answer"]),
+            "--policy",
+            POLICY,
+            "--db",
+            "postgresql+psycopg://nobody@127.0.0.1:1/none",
+            "--principal",
+            demo.PRINCIPAL,
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["action"] == "refuse"
     assert "system of record could not be reached" in out["message"]
@@ -89,8 +137,13 @@ def test_schema_enums_come_from_policy(capsys):
 
 def test_console_script_demo_runs(tmp_path):
     guard = Path(sys.executable).parent / "guard"
-    proc = subprocess.run([str(guard), "demo", "--orders", "200", "--db", f"sqlite:///{tmp_path / 'd.db'}"],
-                          capture_output=True, text=True, timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin"})
+    proc = subprocess.run(
+        [str(guard), "demo", "--orders", "200", "--db", f"sqlite:///{tmp_path / 'd.db'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "200", "PATH": "/usr/bin"},
+    )
     assert proc.returncode == 0, proc.stderr
     for word in ("answer", "refuse", "regenerate_from_facts", "£1,299.00", "stale", "contradicted"):
         assert word in proc.stdout

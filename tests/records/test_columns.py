@@ -9,7 +9,7 @@ wrong, malformed, unknown, duplicated and out-of-scope claims.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -17,17 +17,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guard import demo
-from guard.records import checker
-from guard.records.checker import _COLUMNS, _aware, _check, _stamp, _stamps
 from guard.decision import decide
 from guard.payload import load_payload
+from guard.records import checker
+from guard.records.checker import _COLUMNS, _aware, _check, _stamp, _stamps
 from guard.records.policy import load_policy
 from guard.records.store import RecordStore
 
 _, ORDERS = demo.rows(600, 200)
 BY_ID = {o["id"]: o for o in ORDERS}
-FIELDS = {"id": "identifier", "line_count": "integer", "total_minor": "money", "status": "enum",
-          "shipped_at": "date", "estimated_delivery": "date"}
+FIELDS = {
+    "id": "identifier",
+    "line_count": "integer",
+    "total_minor": "money",
+    "status": "enum",
+    "shipped_at": "date",
+    "estimated_delivery": "date",
+}
 
 
 def unscoped_policy():
@@ -47,22 +53,38 @@ def value_for(field: str, order: dict, how: str):
     if how == "wrong":
         if field == "line_count":
             return v + 1
-        return {"id": "ord_00001", "total_minor": 1, "status": "cancelled", "shipped_at": "2001-01-01",
-                "estimated_delivery": "2001-01-01"}[field]
+        return {
+            "id": "ord_00001",
+            "total_minor": 1,
+            "status": "cancelled",
+            "shipped_at": "2001-01-01",
+            "estimated_delivery": "2001-01-01",
+        }[field]
     return {"bool": True, "float": 3.0, "text": "3", "none": None, "unicode": "ord_\u00e9"}[how]
 
 
-claim_spec = st.tuples(st.sampled_from(sorted(FIELDS)), st.sampled_from([o["id"] for o in ORDERS[:80]] + ["ord_00000"]),
-                       st.sampled_from(["right"] * 6 + ["wrong", "bool", "float", "text", "none", "unicode"]),
-                       st.booleans())
+claim_spec = st.tuples(
+    st.sampled_from(sorted(FIELDS)),
+    st.sampled_from([o["id"] for o in ORDERS[:80]] + ["ord_00000"]),
+    st.sampled_from(["right"] * 6 + ["wrong", "bool", "float", "text", "none", "unicode"]),
+    st.booleans(),
+)
 
 
 def payload_of(specs) -> dict:
     claims = []
     for k, (field, oid, how, right_type) in enumerate(specs):
         order = BY_ID.get(oid, ORDERS[0])
-        claims.append({"key": f"c{k}", "type": FIELDS[field] if right_type else "string", "entity": "order",
-                       "entity_id": oid, "field": field, "value": value_for(field, order, how)})
+        claims.append(
+            {
+                "key": f"c{k}",
+                "type": FIELDS[field] if right_type else "string",
+                "entity": "order",
+                "entity_id": oid,
+                "field": field,
+                "value": value_for(field, order, how),
+            }
+        )
     return {"answer_template": " ".join(f"{{c{k}}}" for k in range(len(claims))), "claims": claims}
 
 
@@ -130,22 +152,40 @@ def test_a_wrong_value_among_many_is_the_only_contradiction(unscoped):
 
 
 canonical = st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)).map(
-    lambda d: d.replace(microsecond=0) if d.microsecond % 3 else d)
+    lambda d: d.replace(microsecond=0) if d.microsecond % 3 else d
+)
 
 
 def text_forms(d: datetime, form: int) -> object:
-    return [d.isoformat(sep=" ", timespec="microseconds"), d.isoformat(sep=" ", timespec="seconds"),
-            d.isoformat(timespec="microseconds"), d.isoformat(timespec="seconds"),
-            d.strftime("%Y%m%dT%H%M%S") + ".123", d.isoformat(sep="X", timespec="seconds"),
-            d.isoformat(sep=" ", timespec="milliseconds"), d.isoformat() + "Z", d.isoformat() + "+05:00",
-            d.isoformat(sep=" ", timespec="seconds") + "\n" + d.isoformat(sep=" ", timespec="seconds"),
-            "garbage", d, d.replace(tzinfo=timezone.utc), None, 5][form]
+    return [
+        d.isoformat(sep=" ", timespec="microseconds"),
+        d.isoformat(sep=" ", timespec="seconds"),
+        d.isoformat(timespec="microseconds"),
+        d.isoformat(timespec="seconds"),
+        d.strftime("%Y%m%dT%H%M%S") + ".123",
+        d.isoformat(sep="X", timespec="seconds"),
+        d.isoformat(sep=" ", timespec="milliseconds"),
+        d.isoformat() + "Z",
+        d.isoformat() + "+05:00",
+        d.isoformat(sep=" ", timespec="seconds") + "\n" + d.isoformat(sep=" ", timespec="seconds"),
+        "garbage",
+        d,
+        d.replace(tzinfo=UTC),
+        None,
+        5,
+    ][form]
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(canonical, st.sampled_from([0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14])),
-                min_size=1, max_size=12),
-       st.sampled_from(["UTC", "Europe/London"]), st.booleans())
+@given(
+    st.lists(
+        st.tuples(canonical, st.sampled_from([0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14])),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from(["UTC", "Europe/London"]),
+    st.booleans(),
+)
 def test_update_times_in_one_pass_equal_one_at_a_time(items, tz_name, uniform):
     """Uniform canonical texts take the one-pass rewrite; anything else must fall back row by row."""
     if uniform:

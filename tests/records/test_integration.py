@@ -9,11 +9,11 @@ import pytest
 import sqlalchemy as sa
 
 from guard import demo
-from guard.records.checker import Status
 from guard.decision import Action
 from guard.errors import PolicyError
-from guard.records.store import RecordStore
 from guard.pipeline import verify
+from guard.records.checker import Status
+from guard.records.store import RecordStore
 
 
 def run(store_tuple, payload, **kw):
@@ -26,11 +26,15 @@ def run(store_tuple, payload, **kw):
 def test_answer_renders_database_values_with_citations(demo_db):
     d = run(demo_db, demo.payloads()["answer"])
     assert d.action is Action.ANSWER
-    assert d.text == ("Your order ord_88431 shipped on 30 July 2026 and is expected to arrive on 3 August 2026. "
-                      "It contains 3 items.")
+    assert d.text == (
+        "Your order ord_88431 shipped on 30 July 2026 and is expected to arrive on 3 August 2026. It contains 3 items."
+    )
     assert [c["citation"] for c in d.citations] == [
-        "order:ord_88431#id", "order:ord_88431#shipped_at", "order:ord_88431#estimated_delivery",
-        "order:ord_88431#line_count"]
+        "order:ord_88431#id",
+        "order:ord_88431#shipped_at",
+        "order:ord_88431#estimated_delivery",
+        "order:ord_88431#line_count",
+    ]
     assert all(c["updated_at"].startswith("2026-08-01T06:00") for c in d.citations)
 
 
@@ -46,8 +50,10 @@ def test_stale_value_is_refused_with_label_and_database_id(demo_db):
     d = run(demo_db, demo.payloads()["refuse"])
     assert d.action is Action.REFUSE
     assert d.unverified == ("eta",)
-    assert d.message == ("I could not verify the delivery estimate for order ord_88432 because the record is out of "
-                         "date, so I have not given one.")
+    assert d.message == (
+        "I could not verify the delivery estimate for order ord_88432 because the record is out of "
+        "date, so I have not given one."
+    )
     assert [r.status for r in d.results] == [Status.CONFIRMED, Status.STALE]
 
 
@@ -106,10 +112,19 @@ def test_one_query_per_entity_whatever_the_number_of_claims(demo_db):
     url, policy, store = demo_db
     claims = []
     for i in range(40):
-        claims.append({"key": f"k{i}", "type": "integer", "entity": "order", "entity_id": demo.order_id(i),
-                       "field": "line_count", "value": 1})
-    claims.append({"key": "tier", "type": "enum", "entity": "customer", "entity_id": "cus_1000", "field": "tier",
-                   "value": "gold"})
+        claims.append(
+            {
+                "key": f"k{i}",
+                "type": "integer",
+                "entity": "order",
+                "entity_id": demo.order_id(i),
+                "field": "line_count",
+                "value": 1,
+            }
+        )
+    claims.append(
+        {"key": "tier", "type": "enum", "entity": "customer", "entity_id": "cus_1000", "field": "tier", "value": "gold"}
+    )
     p = {"answer_template": " ".join("{" + c["key"] + "}" for c in claims), "claims": claims}
     statements: list[str] = []
     sa.event.listen(store.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
@@ -140,8 +155,12 @@ def test_sql_in_entity_id_is_a_bound_parameter(demo_db):
 
 def test_enum_aliases_and_case(demo_db):
     for v in ["shipped", "Shipped", "SHIPPED", "dispatched", "Sent"]:
-        p = {"answer_template": "Status: {s}.", "claims": [{"key": "s", "type": "enum", "entity": "order",
-                                                           "entity_id": "ord_88431", "field": "status", "value": v}]}
+        p = {
+            "answer_template": "Status: {s}.",
+            "claims": [
+                {"key": "s", "type": "enum", "entity": "order", "entity_id": "ord_88431", "field": "status", "value": v}
+            ],
+        }
         assert run(demo_db, p).action is Action.ANSWER, v
     p["claims"][0]["value"] = "delivered"
     assert run(demo_db, p).action is Action.REGENERATE
@@ -149,9 +168,20 @@ def test_enum_aliases_and_case(demo_db):
 
 def test_decimal_tolerance_from_policy(demo_db):
     def weight(v):
-        return {"answer_template": "It weighs {w}.", "claims": [{"key": "w", "type": "decimal", "entity": "order",
-                                                               "entity_id": "ord_88431", "field": "weight_kg",
-                                                               "value": v}]}
+        return {
+            "answer_template": "It weighs {w}.",
+            "claims": [
+                {
+                    "key": "w",
+                    "type": "decimal",
+                    "entity": "order",
+                    "entity_id": "ord_88431",
+                    "field": "weight_kg",
+                    "value": v,
+                }
+            ],
+        }
+
     assert run(demo_db, weight(4.23)).action is Action.ANSWER
     assert run(demo_db, weight("4.2 kg")).text == "It weighs 4.2 kg."
     assert run(demo_db, weight(4.3)).action is Action.REGENERATE
@@ -193,8 +223,11 @@ def test_garbage_in_the_database_is_refused_as_unreachable(tmp_path):
     url = f"sqlite:///{tmp_path / 'g.db'}"
     engine = demo.build(url, n_orders=50, n_customers=20)
     with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE orders SET estimated_delivery = 'next Tuesday', line_count = 'three' "
-                             "WHERE id = 'ord_88031'"))
+        conn.execute(
+            sa.text(
+                "UPDATE orders SET estimated_delivery = 'next Tuesday', line_count = 'three' WHERE id = 'ord_88031'"
+            )
+        )
     engine.dispose()
     policy = demo.policy()
     data = policy.model_dump(mode="json", exclude_none=True)
@@ -203,11 +236,22 @@ def test_garbage_in_the_database_is_refused_as_unreachable(tmp_path):
 
     policy = load_policy(data)
     with RecordStore(url, policy) as store:
+
         def claim(key, field, type_, value, oid):
             return {"key": key, "type": type_, "entity": "order", "entity_id": oid, "field": field, "value": value}
-        d = verify({"answer_template": "{eta} {n}", "claims": [
-            claim("eta", "estimated_delivery", "date", "2026-08-03", "ord_88031"),
-            claim("n", "line_count", "integer", 3, "ord_88031")]}, policy, store, now=demo.NOW)
+
+        d = verify(
+            {
+                "answer_template": "{eta} {n}",
+                "claims": [
+                    claim("eta", "estimated_delivery", "date", "2026-08-03", "ord_88031"),
+                    claim("n", "line_count", "integer", 3, "ord_88031"),
+                ],
+            },
+            policy,
+            store,
+            now=demo.NOW,
+        )
         assert d.action is Action.REFUSE
         assert [r.status for r in d.results] == [Status.UNAVAILABLE, Status.UNAVAILABLE]
         assert all(r.cause == "garbage" for r in d.results)
@@ -254,10 +298,27 @@ def test_direct_path_reads_only_the_claimed_columns_in_one_statement(tmp_path):
 
     store.engine.dispose()
     try:
-        claims = [{"key": f"k{i}", "type": "integer", "entity": "order", "entity_id": demo.order_id(i),
-                   "field": "line_count", "value": 1} for i in range(30)]
-        claims.append({"key": "eta", "type": "date", "entity": "order", "entity_id": demo.order_id(3),
-                       "field": "estimated_delivery", "value": "2026-08-03"})
+        claims = [
+            {
+                "key": f"k{i}",
+                "type": "integer",
+                "entity": "order",
+                "entity_id": demo.order_id(i),
+                "field": "line_count",
+                "value": 1,
+            }
+            for i in range(30)
+        ]
+        claims.append(
+            {
+                "key": "eta",
+                "type": "date",
+                "entity": "order",
+                "entity_id": demo.order_id(3),
+                "field": "estimated_delivery",
+                "value": "2026-08-03",
+            }
+        )
         p = {"answer_template": " ".join("{" + c["key"] + "}" for c in claims), "claims": claims}
         assert not store._instrumented()
         d = verify(p, policy, store, principal=demo.customer_id(0), now=demo.NOW)

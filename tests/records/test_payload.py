@@ -5,15 +5,22 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guard.errors import PayloadError
 from guard.payload import Limits, load_payload, scan_template, template_pieces, unused_claims
 
 
 def claim(key="a", **kw):
-    c = {"key": key, "type": "date", "entity": "order", "entity_id": "ord_1", "field": "shipped_at",
-         "value": "2026-07-30"}
+    c = {
+        "key": key,
+        "type": "date",
+        "entity": "order",
+        "entity_id": "ord_1",
+        "field": "shipped_at",
+        "value": "2026-07-30",
+    }
     c.update(kw)
     return c
 
@@ -76,11 +83,22 @@ def test_slot_without_claim_names_slot_and_column():
     assert "slot {eta} at column 26 has no claim" in str(e)
 
 
-@pytest.mark.parametrize("template,code", [
-    ("{a.__class__}", "F101"), ("{a[0]}", "F102"), ("{a:>2147483648}", "F103"), ("{a!r}", "F104"),
-    ("{}", "F105"), ("{0}", "F105"), ("{a", "F106"), ("a}", "F106"), ("{a b}", "F109"), ("{é}", "F109"),
-    ("{o.__init__.__globals__[x]}", "F101"),
-])
+@pytest.mark.parametrize(
+    "template,code",
+    [
+        ("{a.__class__}", "F101"),
+        ("{a[0]}", "F102"),
+        ("{a:>2147483648}", "F103"),
+        ("{a!r}", "F104"),
+        ("{}", "F105"),
+        ("{0}", "F105"),
+        ("{a", "F106"),
+        ("a}", "F106"),
+        ("{a b}", "F109"),
+        ("{é}", "F109"),
+        ("{o.__init__.__globals__[x]}", "F101"),
+    ],
+)
 def test_unsafe_slots_are_rejected_with_code(template, code):
     e = rejected(payload(template, [claim()]))
     assert any(p.code == code for p in e.problems), e.problems
@@ -92,8 +110,9 @@ def test_escaped_braces_are_literal():
 
 
 def test_limits():
-    assert "limit is 2" in str(rejected(payload(claims=[claim("a"), claim("b"), claim("c")]),
-                                        limits=Limits(max_claims=2)))
+    assert "limit is 2" in str(
+        rejected(payload(claims=[claim("a"), claim("b"), claim("c")]), limits=Limits(max_claims=2))
+    )
     assert "answer_template" in str(rejected(payload("x" * 50), limits=Limits(max_template_chars=10)))
     assert "bytes" in str(rejected(json.dumps(payload("x" * 500)), limits=Limits(max_bytes=100)))
 
@@ -117,16 +136,22 @@ def test_deeply_nested_json_is_a_payload_error():
 def test_scanner_never_raises_and_slots_are_plain(template):
     slots, findings = scan_template(template)
     for s in slots:
-        assert template[s.start:s.end] == "{" + s.name + "}"
+        assert template[s.start : s.end] == "{" + s.name + "}"
         assert s.name.isidentifier() and s.name.isascii()
     for f in findings:
         assert f.code.startswith("F1") and 0 <= f.start < f.end <= len(template)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(st.text(alphabet=st.characters(blacklist_characters="{}")),
-                          st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).map(lambda n: "{" + n + "}")),
-                max_size=8))
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet=st.characters(blacklist_characters="{}")),
+            st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).map(lambda n: "{" + n + "}"),
+        ),
+        max_size=8,
+    )
+)
 def test_pieces_reassemble_the_template(parts):
     template = "".join(parts)
     pieces = template_pieces(template)

@@ -8,7 +8,7 @@ import pytest
 
 from guard.errors import PayloadError
 from guard.findings import Finding
-from guard.linting import STAGES, LintContext, lint, lint_payload
+from guard.linting import LintContext, base_stages, lint, lint_payload
 
 TYPES = {"order_id": "identifier", "ship_date": "date", "eta": "date", "item_count": "integer", "total": "money"}
 SEED = (
@@ -111,9 +111,14 @@ def test_stages_are_pluggable() -> None:
             if s.text.isupper()
         ]
 
-    r = lint("Gift wrapping: {g}.", domain="orders", slot_types={"g": "boolean"}, stages=STAGES + [("ratio", shouting)])
+    r = lint(
+        "Gift wrapping: {g}.",
+        domain="orders",
+        slot_types={"g": "boolean"},
+        stages=base_stages() + [("ratio", shouting)],
+    )
     assert r.ok
-    r = lint("HI!", domain="orders", stages=STAGES + [("ratio", shouting)])
+    r = lint("HI!", domain="orders", stages=base_stages() + [("ratio", shouting)])
     assert [f.code for f in r.findings] == ["S201", "R401"]
 
 

@@ -1,0 +1,35 @@
+"""The format stage (F1xx): unsafe slots; with a payload, claims that no slot uses."""
+
+from __future__ import annotations
+
+from guard.findings import Finding
+from guard.linting.registry import Check, Mode, Stage, StageSetup, register
+from guard.linting.runner import LintContext
+
+
+def check(ctx: LintContext) -> list[Finding]:
+    """F1xx: unsafe slots; with a payload, claims no slot uses."""
+    from guard.payload import scan_template, unused_claims
+
+    ctx.slots, found = scan_template(ctx.template)
+    if ctx.payload is not None:
+        found = found + unused_claims(ctx.payload)
+    return found
+
+
+def build(setup: StageSetup) -> Check:
+    return check
+
+
+STAGE = register(
+    Stage(
+        "format",
+        build,
+        codes=("F101", "F102", "F103", "F104", "F105", "F106", "F107", "F108", "F109"),
+        refusal="it uses a placeholder that is not allowed",
+        default_mode=Mode.ENFORCE,
+        required=True,
+    )
+)
+
+__all__ = ["check", "STAGE"]
