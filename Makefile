@@ -2,8 +2,11 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LINT_STAMP := $(VENV)/.installed-lint
+# the Python the formatter keeps (markdown code blocks in READMEs are left to their authors)
+FORMATTED := guard tests benchmarks
 
-.PHONY: demo test fuzz bench clean
+.PHONY: demo test fuzz bench lint typecheck clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -13,9 +16,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+$(LINT_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[lint]'
+	touch $(LINT_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/guard demo
 
+# GUARD_TEST_BACKENDS (e.g. sqlite) and GUARD_TEST_DB_TAG reach pytest through the environment
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
 
@@ -25,5 +33,12 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
+# both checks run, so one report shows every finding; either failing fails the target
+lint: $(LINT_STAMP)
+	status=0; $(BIN)/ruff check . || status=1; $(BIN)/ruff format --check $(FORMATTED) || status=1; exit $$status
+
+typecheck: $(LINT_STAMP)
+	$(BIN)/mypy
+
 clean:
-	rm -rf $(VENV) build dist .pytest_cache
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -40,7 +40,7 @@ def rounds(fns: dict[str, Callable[[], object]], seconds: float, n_rounds: int =
 def paired_ratio(num: list[float], den: list[float]) -> tuple[float, float, float]:
     """Median, lowest and highest of ``num[i] / den[i]`` over rounds: each ratio is taken within one round,
     so a machine that slows down between rounds does not move it."""
-    ratios = sorted(a / b for a, b in zip(num, den))
+    ratios = sorted(a / b for a, b in zip(num, den, strict=True))
     return statistics.median(ratios), ratios[0], ratios[-1]
 
 

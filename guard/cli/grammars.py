@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import TracebackType
 
 import typer
 
@@ -80,10 +81,9 @@ class _errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, exc, tb) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if isinstance(exc, GuardError):
             _fail(str(exc))
-        return False
 
 
 def _fail(message: str) -> None:

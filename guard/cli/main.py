@@ -12,6 +12,7 @@ import sys
 
 import typer
 
+from guard._version import __version__
 from guard.cli import exitcodes
 from guard.errors import GuardError
 
@@ -38,6 +39,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"guard {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print guard's version and exit.",
+    ),
+) -> None:
+    """Make a language model's answers checkable."""
+
+
 def _build() -> typer.Typer:
     for name in COMMANDS:
         importlib.import_module(name).register(app)
@@ -45,6 +65,7 @@ def _build() -> typer.Typer:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line and return its exit code (the ``guard`` script and ``python -m guard``)."""
     _build()
     try:
         app(args=argv, standalone_mode=True)

@@ -18,4 +18,5 @@ def schema_cmd(policy: str = typer.Option(..., "--policy", help="Policy YAML fil
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``guard schema`` to the command line."""
     app.command("schema")(schema_cmd)

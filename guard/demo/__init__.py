@@ -75,13 +75,15 @@ def customer_id(i: int) -> str:
     return f"cus_{1000 + i}"
 
 
-def rows(n_orders: int = 3000, n_customers: int = 1000, seed: int = 7) -> tuple[list[dict], list[dict]]:
+def rows(
+    n_orders: int = 3000, n_customers: int = 1000, seed: int = 7
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     rng = random.Random(seed)
     customers = [
         {"id": customer_id(i), "name": f"{rng.choice(FIRST)} {rng.choice(LAST)}", "tier": rng.choice(TIERS)}
         for i in range(n_customers)
     ]
-    orders = []
+    orders: list[dict[str, Any]] = []
     for i in range(n_orders):
         status = rng.choices(STATUSES, weights=[2, 5, 6, 1])[0]
         shipped = (
@@ -106,7 +108,7 @@ def rows(n_orders: int = 3000, n_customers: int = 1000, seed: int = 7) -> tuple[
             }
         )
     # ord_88431 is the scenario of the README: fresh, shipped, known values
-    fixed = {
+    fixed: dict[str, Any] = {
         "id": "ord_88431",
         "customer_id": "cus_1042",
         "status": "shipped",

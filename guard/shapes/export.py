@@ -162,6 +162,7 @@ def to_lark(grammar: Grammar, slot_names: Mapping[str, Sequence[str]] | None = N
 
 
 def export(grammar: Grammar, fmt: str, slot_names: Mapping[str, Sequence[str]] | None = None) -> str:
+    """DOMAIN's grammar in FORMAT (``lark`` for llguidance, ``regex``), as ``guard grammars export`` prints it."""
     if fmt == "regex":
         return to_regex(grammar, slot_names) + "\n"
     if fmt == "lark":

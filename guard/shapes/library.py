@@ -95,6 +95,7 @@ class Grammar:
 
 
 def render_sym(sym: Sym) -> str:
+    """A symbol as grammar source shows it: slots as ``{TYPE}``, words quoted."""
     kind, text = sym
     if kind == "slot":
         return "{" + text.upper() + "}"
@@ -148,7 +149,7 @@ def rewrite_source(text: str, where: str) -> str:
             out.append(line)
             continue
 
-        def fix(m: regex.Match[str]) -> str:
+        def fix(m: regex.Match[str], lineno: int = lineno) -> str:
             lit = m.group()
             if not lit.startswith('"'):
                 return lit

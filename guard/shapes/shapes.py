@@ -19,22 +19,30 @@ Node = Union["Tok", "Seq", "Alt", "Opt"]
 
 @dataclass(frozen=True)
 class Tok:
+    """One word or slot of a shape; ``first``: it opens the sentence, so no space goes before it."""
+
     sym: Sym
     first: bool = False
 
 
 @dataclass(frozen=True)
 class Seq:
+    """Items in order."""
+
     items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Alt:
+    """Exactly one of the options."""
+
     options: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Opt:
+    """The body or nothing."""
+
     body: Node
 
 
@@ -77,9 +85,9 @@ def _product(rest: list[Marked]) -> Node | None:
     """``(a | b) (c | d)`` when the set is every head with every tail, split at a shared token or before the last."""
     common = set(rest[0]).intersection(*rest[1:])
     splits: list[Callable[[Marked], int]] = [
-        (lambda s, p=pivot: s.index(p))
+        (lambda s, p=pivot: s.index(p))  # type: ignore[misc]
         for pivot in rest[0]
-        if pivot in common  # type: ignore[misc]
+        if pivot in common
     ]
     splits.append(lambda s: len(s) - 1)
     for at in splits:
@@ -114,6 +122,7 @@ def _common_suffix(seqs: list[Marked]) -> int:
 
 
 def sym_text(sym: Sym) -> str:
+    """A symbol as a reader sees it: slots as ``{TYPE}``, words bare."""
     kind, text = sym
     return "{" + text.upper() + "}" if kind == "slot" else text
 
@@ -204,6 +213,8 @@ def edit_distance(a: Sequence[object], b: Sequence[object], bound: int | None = 
 
 @dataclass(frozen=True)
 class Nearest:
+    """An approved shape close to a rejected sentence, offered as a fix."""
+
     shape: str
     text: str
     distance: int

@@ -154,10 +154,11 @@ def _run(
         try:
             tree = grammar.lark.parse(lark_toks)
         except lark.exceptions.UnexpectedInput as exc:
-            expected = set(exc.expected)
+            expected: set[str] = set(getattr(exc, "expected", None) or ())
             findings.append(_diagnose(template, grammar, sent, toks, exc, types, lambda: expected))
             return None
-        return None if untyped else str(tree.children[0].data)
+        head = tree.children[0]
+        return None if untyped or not isinstance(head, lark.Tree) else str(head.data)
     try:
         tree = _feed(grammar.lark.parse_interactive([]), lark_toks, 0, [], inferred)
     except _Stuck as stuck:
@@ -234,7 +235,7 @@ def _diagnose(
 ) -> Finding:
     tok = getattr(err, "token", None)
     at_end = tok is None or tok.type == "$END"
-    idx = len(toks) if at_end else int(tok.line)
+    idx = len(toks) if tok is None or at_end else int(tok.line)
     try:
         names = accepts()
     except lark.exceptions.LarkError:
@@ -257,8 +258,8 @@ def _diagnose(
     start, end = t.start, t.end
     data["unexpected"] = t.text
     slot_expected = [e for e in expected if e.startswith("{")]
-    if t.kind == "slot" and _slot_type(t, types) is not None and slot_expected:
-        have = _slot_type(t, types)
+    have = _slot_type(t, types) if t.kind == "slot" else None
+    if have is not None and slot_expected:
         data["slot"], data["slot_type"] = t.slot, have
         msg = (
             f"sentence {sent.index + 1}: slot {t.text} is {have.upper()}, but here the approved shapes take "

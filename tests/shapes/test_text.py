@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,7 +53,7 @@ def test_sentences_cover_the_template_in_order(text: str) -> None:
 @given(TEXT)
 def test_tokens_cover_every_visible_character(text: str) -> None:
     for toks, _gaps in _lex(text):
-        for a, b in zip(toks, toks[1:]):
+        for a, b in pairwise(toks):
             assert a.end <= b.start
         for t in toks:
             assert text[t.start : t.end] == t.text
@@ -67,7 +69,7 @@ def test_canonical_spacing_has_no_gaps(tokens: list[str]) -> None:
     lexed = _lex(text)
     assert [t.text for toks, _ in lexed for t in toks] == tokens
     assert all(not gaps for _, gaps in lexed)
-    assert len(sents) == 1 + sum(1 for a, b in zip(tokens, tokens[1:]) if a in ".!?" and b not in ",.!?:;")
+    assert len(sents) == 1 + sum(1 for a, b in pairwise(tokens) if a in ".!?" and b not in ",.!?:;")
 
 
 @settings(max_examples=200, deadline=None)
