@@ -17,7 +17,7 @@ from guard import _answer
 from guard.findings import Finding
 from guard.payload import Payload, substitute_in_order
 from guard.records.checker import ClaimResult, Status
-from guard.records.formatting import format_value, formatter, to_json
+from guard.records.formatting import Formatter, format_value, formatter, to_json
 from guard.records.policy import Policy
 
 _status = attrgetter("status")
