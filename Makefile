@@ -37,7 +37,8 @@ bench: $(STAMP)
 lint: $(LINT_STAMP)
 	status=0; $(BIN)/ruff check . || status=1; $(BIN)/ruff format --check $(FORMATTED) || status=1; exit $$status
 
-typecheck: $(LINT_STAMP)
+# the test extra brings the optional imports (matplotlib, dask, llguidance), so mypy sees their types
+typecheck: $(STAMP) $(LINT_STAMP)
 	$(BIN)/mypy
 
 clean:

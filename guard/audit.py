@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from guard.errors import FileError, GuardError, PayloadError
+from guard.observe import schema
 from guard.timeutil import parse_time
 
 
@@ -66,9 +67,10 @@ def read_items(paths: Iterable[str | Path]) -> Iterator[Item]:
                         except json.JSONDecodeError:
                             yield Item(name, i, "payload", line)
                             continue
-                        if isinstance(rec, dict) and rec.get("event") == "payload":
-                            yield Item(name, i, "payload", rec.get("payload"), rec.get("principal"))
-                        elif isinstance(rec, dict) and "event" in rec:
+                        if isinstance(rec, dict) and schema.kind(rec) == schema.PAYLOAD:
+                            logged = schema.as_payload(rec)
+                            yield Item(name, i, "payload", logged.get("payload"), logged.get("principal"))
+                        elif isinstance(rec, dict) and schema.kind(rec) is not None:
                             continue  # claim and decision events carry no payload to re-check
                         else:
                             yield Item(name, i, "payload", rec)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypedDict
 
 from guard import _answer
 from guard.findings import Finding
@@ -133,6 +133,15 @@ def refusal_sentence(r: ClaimResult, policy: Policy) -> str:
     return f"I could not verify the {what} for {subject}, so I have not given one."
 
 
+class _Common(TypedDict):
+    """What every decision carries, whatever its action."""
+
+    request_id: str
+    results: tuple[ClaimResult, ...]
+    warnings: tuple[Finding, ...]
+    findings: tuple[Finding, ...]
+
+
 def decide(
     payload: Payload,
     results: list[ClaimResult],
@@ -144,7 +153,7 @@ def decide(
 ) -> Decision:
     """Answer when every claim is confirmed; regenerate when any is contradicted; otherwise refuse."""
     rid = request_id or secrets.token_hex(16)
-    common = dict(request_id=rid, results=tuple(results), warnings=tuple(warnings), findings=tuple(findings))
+    common = _Common(request_id=rid, results=tuple(results), warnings=tuple(warnings), findings=tuple(findings))
     statuses = list(map(_status, results))
     if _CONTRADICTED in statuses:
         contradicted = [r for r in results if r.status is _CONTRADICTED]

@@ -36,6 +36,24 @@ from guard.freetext.featurize import (
 )
 
 
+class Unit(NamedTuple):
+    """The strongest evidence for one label in one window, in token positions.
+
+    Relative to the window's last token when cached per window; :meth:`shifted`
+    places it in the sentence. Units rank as tuples: weight first.
+    """
+
+    weight: float
+    start: int
+    end: int
+    trim_start: int
+    """``start`` past punctuation and the sentence boundaries."""
+    trim_end: int
+
+    def shifted(self, k: int) -> Unit:
+        return Unit(self.weight, k + self.start, k + self.end, k + self.trim_start, k + self.trim_end)
+
+
 class _Arrays(NamedTuple):
     """Per window id: where its columns sit in ``colflat``, its flags (LONG: a long pattern may start at
     its first lexeme; COND, LEAD: those of its last), the length of its last lexeme, and per label its
@@ -86,7 +104,7 @@ class _Windows(dict):
         self._pcache: dict = {}
         none = (None,) * self.n_labels
         self.cols: list[tuple[int, ...]] = [(self.vocabulary["bias"],)]
-        self.units: list[tuple] = [none]
+        self.units: list[tuple[Unit | None, ...]] = [none]
         self.flags: list[int] = [0]
         self._pending: list[tuple] = [(0, False, None)]
         self._synced = 0
@@ -159,30 +177,32 @@ class _Windows(dict):
         trigram, then the pattern columns with the given extents."""
         bigram = (-1, 0) if x is EOS else (-1 if b is not BOS else 0, 1)
         n_tri = len(cols) - len(pattern)
-        best: list = [None] * self.n_labels
+        best: list[tuple[float, int, int] | None] = [None] * self.n_labels
         for k, c in enumerate(cols):
             strong = self.strong[c]
             if not strong:
                 continue
             s, e = (0, 1) if k < n_uni else bigram if k < n_uni + n_bi else (-2, 1) if k < n_tri else pattern[k - n_tri]
             for j, wj in strong:
-                if best[j] is None or wj > best[j][0]:
+                held = best[j]
+                if held is None or wj > held[0]:
                     best[j] = (wj, s, e)
         toks = {-2: a, -1: b, 0: x}
         first = -1 if a is BOS else -2
         if b is BOS:
             first = 0
         last = 0 if x is EOS else 1
+        units: list[Unit | None] = [None] * self.n_labels
         for j, u in enumerate(best):
             if u is not None:
-                _, s, e = u
-                s, e = max(s, first), min(e, last)
+                w, s0, e0 = u
+                s, e = max(s0, first), min(e0, last)
                 while s < e and toks[s].punct:
                     s += 1
                 while e > s and toks[e - 1].punct:
                     e -= 1
-                best[j] = (*u, s, e)
-        return tuple(best)
+                units[j] = Unit(w, s0, e0, s, e)
+        return tuple(units)
 
     def arrays(self) -> _Arrays:
         """The numpy mirror of every window so far (windows added since the last call are copied in)."""
@@ -222,7 +242,7 @@ class _Windows(dict):
         return self._arrays
 
 
-def _grown(arr: np.ndarray, used: int, rows: Sequence, need: int | None = None) -> np.ndarray:
+def _grown(arr: np.ndarray, used: int, rows: Sequence[Any] | np.ndarray, need: int | None = None) -> np.ndarray:
     """``arr`` with ``rows`` written after its first ``used`` rows, reallocated (doubling) when it
     cannot hold ``need`` rows (default: those)."""
     need = used + len(rows) if need is None else need

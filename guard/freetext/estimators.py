@@ -70,17 +70,18 @@ class SpacyFeaturizer(TransformerMixin, BaseEstimator):
     def transform(self, X: Iterable[str]) -> sp.csr_matrix:
         check_is_fitted(self, "vocabulary_")
         vocab = self.vocabulary_
-        indptr, indices = [0], []
+        indptr: list[int] = [0]
+        indices: list[int] = []
         for feats in self._feature_lists(X, self.lexicon_):
             indices.extend(vocab[f] for f in feats if f in vocab)
             indptr.append(len(indices))
         data = np.ones(len(indices), dtype=np.float64)
-        X = sp.csr_matrix(
+        matrix = sp.csr_matrix(
             (data, np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)),
             shape=(len(indptr) - 1, self.n_features_out_),
         )
-        X.sum_duplicates()
-        return X
+        matrix.sum_duplicates()
+        return matrix
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         check_is_fitted(self, "vocabulary_")

@@ -15,9 +15,12 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
+
+if TYPE_CHECKING:
+    from spacy.tokenizer import Tokenizer
 
 #: Evidence units with a smaller weight (log-odds) are never shown as spans.
 MIN_EVIDENCE = 0.2
@@ -148,7 +151,7 @@ class Linguistics:
         self.nlp = spacy.blank("en")
         self.vocab = self.nlp.vocab
         self.strings = self.vocab.strings
-        self.tokenizer = self.nlp.tokenizer
+        self.tokenizer: Tokenizer = self.nlp.tokenizer
         self.lemmas = load_lookups("en", ["lemma_lookup"]).get_table("lemma_lookup")
         self.cmp_forms = frozenset(morphology.get("comparative", ()))
         self.sup_forms = frozenset(morphology.get("superlative", ()))
@@ -162,7 +165,7 @@ class Linguistics:
         self.chunks: dict[str, tuple] = {}
         self._pairs: frozenset | None = None
         self._lock = threading.Lock()
-        self._spacy_matcher = None
+        self._spacy_matcher: Any = None
 
     # -- lexemes --------------------------------------------------------------------
 
@@ -191,7 +194,7 @@ class Linguistics:
         classes: tuple[str, ...] = self.word_classes.get(lower, ())
         if lemma != lower:
             classes += tuple(c for c in self.word_classes.get(lemma, ()) if c not in classes)
-        keys = {f"w={lower}", f"l={lemma}"}
+        found = {f"w={lower}", f"l={lemma}"}
         like_num = bool(vlex.like_num)
         for flag, on in (
             ("LIKE_NUM", like_num),
@@ -200,26 +203,26 @@ class Linguistics:
             ("IS_PUNCT", vlex.is_punct),
         ):
             if on:
-                keys.add(flag)
+                found.add(flag)
         morph = []
         if self._is_cmp(lower, lemma):
-            keys.add("guard_cmp")
+            found.add("guard_cmp")
             morph.append("m=cmp")
         if self._is_sup(lower, lemma):
-            keys.add("guard_sup")
+            found.add("guard_sup")
             morph.append("m=sup")
         plural = lemma != lower and lower in (lemma + "s", lemma + "es", lemma[:-1] + "ies")
         if plural:
-            keys.add("guard_plural")
+            found.add("guard_plural")
             morph.append("m=pl")
         elif (
             lemma != lower
             and lemma not in _AUXILIARIES
             and not lower.endswith(("ing", "s"))
-            and "guard_cmp" not in keys
-            and "guard_sup" not in keys
+            and "guard_cmp" not in found
+            and "guard_sup" not in found
         ):
-            keys.add("guard_past")
+            found.add("guard_past")
             morph.append("m=past")
         digit = not like_num and any(ch.isdigit() for ch in text)
         abs_ = "#NUM" if like_num or digit else next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
@@ -236,7 +239,7 @@ class Linguistics:
         if digit:
             uni.append("dig")
         uni.extend(morph)
-        keys = frozenset(keys)
+        keys = frozenset(found)
         return Lex(
             text, lower, lemma, abs_, tuple(uni), keys, False, bool(vlex.is_punct), False, self.matcher.state(keys)
         )
@@ -331,7 +334,7 @@ class Linguistics:
             url_match=t.url_match,
         )
         self._bare = bare
-        pairs = set()
+        pairs: set[tuple[str, str]] = set()
         for s in t.rules:
             toks = [x.text for x in bare(s)]
             pairs.update(zip(toks, toks[1:]))

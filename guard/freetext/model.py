@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from guard.errors import ModelError
-from guard.freetext._fast import _Windows, gather_bulk, spans_bulk
+from guard.freetext._fast import Unit, _Windows, gather_bulk, spans_bulk
 from guard.freetext.featurize import (
     BOS,
     COND,
@@ -85,6 +85,24 @@ class FreeTextClassifier:
     ('comparative',)
     """
 
+    card: dict[str, Any]
+    """The model card, set by :func:`load`."""
+
+    # Prediction state, built by :meth:`prepare` and never pickled (every name starting with "_").
+    _ling: Linguistics | None = None
+    _groups: frozenset[str]
+    _windows: _Windows
+    _wsum: dict[tuple[int, ...], tuple[float, ...]]
+    _lock: threading.Lock
+    _patterns: bool
+    _clauses: bool
+    _trigger: int
+    _lead: int
+    # Small caches of the labels and thresholds, filled by the method that reads them.
+    _index: dict[str, int] | None = None
+    _sets: list[tuple[str, ...]] | None = None
+    _logits: tuple[bytes, np.ndarray] | None = None
+
     def __init__(
         self,
         labels: Sequence[str],
@@ -133,26 +151,22 @@ class FreeTextClassifier:
 
     def prepare(self) -> Linguistics:
         """Build the spaCy pipeline and the window caches now (each prediction calls it; the first one pays)."""
-        ling = self.__dict__.get("_ling")
+        ling = self._ling
         if ling is None:
             ling = linguistics(self.lexicon)
-            windows = _Windows(
-                self.vocabulary, self.weights.astype(np.float64).tolist(), frozenset(self.groups), ling.matcher
+            self._groups = frozenset(self.groups)
+            self._windows = _Windows(
+                self.vocabulary, self.weights.astype(np.float64).tolist(), self._groups, ling.matcher
             )
-            patterns, clauses = "patterns" in self.groups, "clauses" in self.groups
+            self._wsum = {}
+            self._lock = threading.Lock()
+            self._patterns = patterns = "patterns" in self.groups
+            self._clauses = clauses = "clauses" in self.groups
             # a long pattern's first three tokens, a condition word anywhere, or a reason word opening the
             # sentence may add columns after the windows' own
-            self.__dict__.update(
-                _ling=ling,
-                _groups=frozenset(self.groups),
-                _windows=windows,
-                _wsum={},
-                _lock=threading.Lock(),
-                _patterns=patterns,
-                _clauses=clauses,
-                _trigger=(LONG if patterns else 0) | (COND if clauses else 0),
-                _lead=LEAD if clauses else 0,
-            )
+            self._trigger = (LONG if patterns else 0) | (COND if clauses else 0)
+            self._lead = LEAD if clauses else 0
+            self._ling = ling  # last: the state is whole once this is set
         return ling
 
     def _window_ids(self, lexes: list) -> list[int]:
@@ -172,7 +186,7 @@ class FreeTextClassifier:
         found: list = []
         cols: list[int] = []
         if flags & LONG and self._patterns:
-            found = self._ling.matcher.find_long([x.m for x in lexes])
+            found = self.prepare().matcher.find_long([x.m for x in lexes])
             for name, _, _ in found:
                 cols.extend(self._windows.pattern_columns(name))
         if flags & (COND | LEAD) and self._clauses:
@@ -224,6 +238,7 @@ class FreeTextClassifier:
         long: dict[int, list] = {}
         if not starts:
             return _Batch(np.zeros((0, len(self.labels))), ids_a, starts_a, docs, long)
+        col_starts: list[int] | np.ndarray
         if len(texts) < self.BULK:
             cols, col_starts = self._gather_each(ids, starts, docs, long)
         else:
@@ -297,17 +312,17 @@ class FreeTextClassifier:
         ]
 
     def _label_index(self) -> dict[str, int]:
-        index = self.__dict__.get("_index")
+        index = self._index
         if index is None:
-            index = self.__dict__["_index"] = {lab: j for j, lab in enumerate(self.labels)}
+            index = self._index = {lab: j for j, lab in enumerate(self.labels)}
         return index
 
     def _label_sets(self) -> list[tuple[str, ...]]:
         """Label tuple of every bit pattern of decisions (bit j = label j)."""
-        sets = self.__dict__.get("_sets")
+        sets = self._sets
         if sets is None:
             n = len(self.labels)
-            sets = self.__dict__["_sets"] = [
+            sets = self._sets = [
                 tuple(lab for j, lab in enumerate(self.labels) if code >> j & 1) for code in range(1 << n)
             ]
         return sets
@@ -316,10 +331,10 @@ class FreeTextClassifier:
         """The thresholds as log-odds, so decisions compare z directly (same result as prob >= t);
         recomputed only when the thresholds change."""
         key = self.thresholds.tobytes()
-        cached = self.__dict__.get("_logits")
+        cached = self._logits
         if cached is None or cached[0] != key:
             t = np.clip(self.thresholds, 1e-12, 1 - 1e-12)
-            cached = self.__dict__["_logits"] = (key, np.log(t / (1 - t)))
+            cached = self._logits = (key, np.log(t / (1 - t)))
         return cached[1]
 
     def evidence(self, text: str, labels: Iterable[str] | None = None) -> dict[str, list[Span]]:
@@ -362,22 +377,20 @@ class FreeTextClassifier:
             offsets: list[int] = []
             for lab in label_sets[code]:
                 j = index[lab]
-                cand = [
-                    (u[0], k + u[1], k + u[2], k + u[3], k + u[4])
-                    for k, us in enumerate(wins)
-                    if (u := us[j]) is not None
-                ]
+                cand = [u.shifted(k) for k, us in enumerate(wins) if (u := us[j]) is not None]
                 for name, s, e in batch.long.get(i, ()):
                     w = self._weight(self._windows.pattern_columns(name))
                     if w[j] >= MIN_EVIDENCE:
-                        cand.append((w[j], s, e, *self._trim(lexes, s, e)))
+                        cand.append(Unit(w[j], s, e, *self._trim(lexes, s, e)))
                 cand = sorted(cand, reverse=True)[:top]
                 spans = found[lab] = []
                 if not cand:
                     continue
-                floor = 0.4 * cand[0][0]
+                floor = 0.4 * cand[0].weight
                 merged: list[list[int]] = []
-                for s, e in sorted((s, e) for w, _, _, s, e in cand if w >= floor and e > s):
+                for s, e in sorted(
+                    (u.trim_start, u.trim_end) for u in cand if u.weight >= floor and u.trim_end > u.trim_start
+                ):
                     if merged and s <= merged[-1][1]:
                         merged[-1][1] = max(merged[-1][1], e)
                     else:

@@ -77,13 +77,13 @@ def tune_thresholds(Y: np.ndarray, probs: np.ndarray, smooth: int = 5) -> list[f
     out = []
     for j in range(Y.shape[1]):
         y = Y[:, j].astype(bool)
-        f1s = []
+        scores = []
         for t in grid:
             p = probs[:, j] >= t
             tp = (y & p).sum()
             denom = p.sum() + y.sum()
-            f1s.append(2 * tp / denom if denom else 0.0)
-        f1s = np.asarray(f1s)
+            scores.append(2 * tp / denom if denom else 0.0)
+        f1s = np.asarray(scores)
         if smooth:
             padded = np.pad(f1s, smooth, mode="edge")
             f1s = np.convolve(padded, np.ones(2 * smooth + 1) / (2 * smooth + 1), mode="valid")

@@ -25,7 +25,6 @@ empty directory before the workers start; :meth:`Metrics.expose` and
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,18 +33,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from guard.errors import DependencyError, FileError
+from guard.observe import schema
 
 PROSE_PER_SLOT_BUCKETS: tuple[float, ...] = (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 50)
 """Bucket bounds in words per slot; the alert rules' quantiles are only as fine as these."""
-
-
-def _finite(value: Any) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
 
 
 def _label(value: Any) -> str:
@@ -98,21 +89,23 @@ class Metrics:
 
     def observe(self, event: Mapping[str, Any]) -> bool:
         """Count one logged event; returns False for an event type that carries no metric."""
-        kind = event.get("event")
-        if kind == "claim":
+        kind = schema.kind(event)
+        if kind == schema.CLAIM:
+            claim = schema.as_claim(event)
             self.claims.labels(
-                _label(event.get("entity")), _label(event.get("field")), _label(event.get("status"))
+                _label(claim.get("entity")), _label(claim.get("field")), _label(claim.get("status"))
             ).inc()
             return True
-        if kind == "decision":
-            self.decisions.labels(_label(event.get("action"))).inc()
-            findings = event.get("findings")
+        if kind == schema.DECISION:
+            decision = schema.as_decision(event)
+            self.decisions.labels(_label(decision.get("action"))).inc()
+            findings = decision.get("findings")
             if isinstance(findings, list):
                 for code in findings:
                     self.findings.labels(_label(code)).inc()
-            ratio = event.get("prose_per_slot")
+            ratio = decision.get("prose_per_slot")
             # A template without slots has no finite ratio; it is a finding (R4xx), not a histogram point.
-            if _finite(ratio):
+            if schema.finite(ratio):
                 self.prose_per_slot.observe(ratio)
             return True
         return False

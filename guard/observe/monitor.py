@@ -25,15 +25,17 @@ Resolved claims are ``confirmed``, ``contradicted``, ``not_found`` and
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import io
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from guard.errors import OptionError
+from guard.observe import schema
 from guard.records.status import RESOLVED as _RESOLVED_SET
 from guard.records.status import Status
 from guard.timeutil import iso_time, parse_duration, parse_time
@@ -252,7 +254,7 @@ class FieldSeries:
 
     entity: str
     field: str
-    counts: dict[int, list[int]] = field(default_factory=dict)
+    counts: dict[int, list[int]] = dataclasses.field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -290,7 +292,7 @@ class Report:
     findings: dict[str, int]
     alerts: list[Alert]
     counters: dict[str, int]
-    read: dict[str, Any] = field(default_factory=dict)
+    read: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def window_start(self, window: int) -> datetime:
         return datetime.fromtimestamp(window * self.config.window.total_seconds(), tz=UTC)
@@ -363,15 +365,6 @@ class Report:
 
 
 # -- the accumulator -------------------------------------------------------------
-def _finite(value: Any) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int beyond any float
-        return False
-
-
 class Monitor:
     """Feed events with :meth:`add` (or :meth:`add_all`), then ask for :meth:`report`.
 
@@ -414,8 +407,8 @@ class Monitor:
     def add(self, event: Mapping[str, Any]) -> None:
         counters = self.counters
         counters["events"] += 1
-        kind = event.get("event")
-        if kind != "claim" and kind != "decision":
+        kind = schema.kind(event)
+        if kind != schema.CLAIM and kind != schema.DECISION:
             counters["ignored"] += 1
             return
         if self.config.domain is not None and event.get("domain") != self.config.domain:
@@ -425,35 +418,37 @@ class Monitor:
         if window is None:
             return
         self._windows.add(window)
-        if kind == "claim":
+        if kind == schema.CLAIM:
+            claim = schema.as_claim(event)
             counters["claims"] += 1
-            key = (str(event.get("entity") or ""), str(event.get("field") or ""))
+            key = (str(claim.get("entity") or ""), str(claim.get("field") or ""))
             series = self._claims.get(key)
             if series is None:
                 series = self._claims[key] = FieldSeries(*key)
             row = series.counts.get(window)
             if row is None:
                 row = series.counts[window] = [0] * (len(STATUSES) + 1)
-            status = event.get("status")
+            status = claim.get("status")
             row[_INDEX.get(status, _OTHER) if isinstance(status, str) else _OTHER] += 1
             return
+        decision = schema.as_decision(event)
         counters["decisions"] += 1
         actions = self._decisions.get(window)
         if actions is None:
             actions = self._decisions[window] = {}
-        action = str(event.get("action"))
+        action = str(decision.get("action"))
         actions[action] = actions.get(action, 0) + 1
-        findings = event.get("findings")
+        findings = decision.get("findings")
         if isinstance(findings, list):
             for code in findings:
                 code = str(code)
                 self._findings[code] = self._findings.get(code, 0) + 1
-        ratio = event.get("prose_per_slot")
-        words = event.get("prose_words")
-        if _finite(ratio):
+        ratio = decision.get("prose_per_slot")
+        words = decision.get("prose_words")
+        if schema.finite(ratio):
             index = bisect.bisect_right(PROSE_EDGES, ratio) - 1
             index = 0 if index < 0 else index
-        elif not event.get("n_slots") and _finite(words) and words > 0:
+        elif not decision.get("n_slots") and schema.finite(words) and words > 0:
             index = len(PROSE_EDGES) - 1  # prose without any slot: the extreme of routing round the slots
         else:
             return
@@ -513,7 +508,7 @@ class Monitor:
             span = self._baseline_of(window)
             if span is None:
                 continue
-            tests = []
+            tests: list[tuple[FieldSeries, str, int, int, int, int, float, float, str] | None] = []
             for key, series in self._claims.items():
                 now = total(key, window, window + 1)
                 if now[0] < cfg.min_count:

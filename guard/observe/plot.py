@@ -46,8 +46,8 @@ def _figure(report: Report) -> Any:
     chosen.sort(key=lambda s: s.name)
 
     rows = len(cfg.watched) + 1
-    fig, axes = plt.subplots(rows, 1, figsize=(11, 3.0 * rows), sharex=True, squeeze=False)
-    axes = [a[0] for a in axes]
+    fig, grid = plt.subplots(rows, 1, figsize=(11, 3.0 * rows), sharex=True, squeeze=False)
+    axes = [a[0] for a in grid]
     colours = plt.get_cmap("tab10")
     for ax, status in zip(axes, cfg.watched):
         for i, series in enumerate(chosen):

@@ -18,7 +18,9 @@ retypes a field raises :data:`SCHEMA_VERSION`.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, cast
+import math
+from collections.abc import Mapping
+from typing import Any, Literal, NotRequired, TypeGuard, cast
 
 from typing_extensions import TypedDict
 
@@ -135,6 +137,46 @@ def payload_event(*, request_id: str, domain: str | None, principal: Any, payloa
     }
 
 
+# -- reading: tolerant views for readers of logs written by other versions or by hand --
+PAYLOAD: Literal["payload"] = "payload"
+CLAIM: Literal["claim"] = "claim"
+DECISION: Literal["decision"] = "decision"
+
+
+def kind(event: Mapping[str, Any]) -> str | None:
+    """The event's kind, or None for a line that names none."""
+    value = event.get("event")
+    return value if isinstance(value, str) else None
+
+
+def as_claim(event: Mapping[str, Any]) -> ClaimEvent:
+    """A claim event read through its record, so readers name only keys the schema defines (mypy checks them).
+
+    Nothing is validated: readers use ``.get`` and treat a missing or mistyped key as unknown.
+    """
+    return cast(ClaimEvent, event)
+
+
+def as_decision(event: Mapping[str, Any]) -> DecisionEvent:
+    """A decision event read through its record; see :func:`as_claim`."""
+    return cast(DecisionEvent, event)
+
+
+def as_payload(event: Mapping[str, Any]) -> PayloadEvent:
+    """A payload event read through its record; see :func:`as_claim`."""
+    return cast(PayloadEvent, event)
+
+
+def finite(value: object) -> TypeGuard[float]:
+    """A JSON number that is a real measure: not a bool, not NaN or infinite, not an int beyond any float."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 _ADAPTERS: dict[str, Any] = {}
 
 
@@ -151,22 +193,22 @@ def validate(event: Any) -> Event:
     """The event, checked against its record (strict JSON types, no unknown kind); EventLogError otherwise."""
     from pydantic import ValidationError
 
-    kind = event.get("event") if isinstance(event, dict) else None
-    if kind not in EVENTS:
-        raise EventLogError(f"unknown event kind {kind!r}; kinds are {', '.join(EVENTS)}", location="event")
+    name = event.get("event") if isinstance(event, dict) else None
+    if name not in EVENTS:
+        raise EventLogError(f"unknown event kind {name!r}; kinds are {', '.join(EVENTS)}", location="event")
     if event.get("schema_version") != SCHEMA_VERSION:
         raise EventLogError(
             f"schema_version {event.get('schema_version')!r} is not {SCHEMA_VERSION}", location="schema_version"
         )
-    extra = set(event) - set(EVENTS[kind].__annotations__)
+    extra = set(event) - set(EVENTS[name].__annotations__)
     if extra:
-        raise EventLogError(f"unknown keys {sorted(extra)} in a {kind} event", location=kind)
+        raise EventLogError(f"unknown keys {sorted(extra)} in a {name} event", location=name)
     try:
-        _adapter(kind).validate_python(event, strict=True)
+        _adapter(name).validate_python(event, strict=True)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise EventLogError(f"a {kind} event is invalid: {first['msg']}", location=where) from None
+        raise EventLogError(f"a {name} event is invalid: {first['msg']}", location=where) from None
     return cast(Event, event)
 
 
@@ -189,6 +231,14 @@ __all__ = [
     "claim_event",
     "decision_event",
     "payload_event",
+    "PAYLOAD",
+    "CLAIM",
+    "DECISION",
+    "kind",
+    "as_claim",
+    "as_decision",
+    "as_payload",
+    "finite",
     "validate",
     "json_schema",
 ]

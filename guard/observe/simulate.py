@@ -15,9 +15,10 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from guard.observe.schema import Event, claim_event, decision_event
@@ -33,7 +34,7 @@ class FieldProfile:
     entity: str
     field: str
     type: str
-    rates: dict[str, float] = field(
+    rates: dict[str, float] = dataclasses.field(
         default_factory=lambda: {
             Status.CONTRADICTED.value: 0.02,
             Status.NOT_FOUND.value: 0.01,

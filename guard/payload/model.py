@@ -14,6 +14,7 @@ from typing import Any
 
 import regex
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic_core import ErrorDetails
 
 from guard.errors import PayloadError, Problem
 from guard.findings import Finding, Severity
@@ -81,7 +82,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _loc(err: dict[str, Any], raw: Any) -> str:
+def _loc(err: ErrorDetails, raw: Any) -> str:
     parts = [str(p) for p in err.get("loc", ())]
     if len(parts) >= 2 and parts[0] == "claims" and parts[1].isdigit():
         idx = int(parts[1])

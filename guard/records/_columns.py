@@ -10,12 +10,12 @@ order. Every function here equals a named reference (property tests in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, tzinfo
 from functools import partial
 from itertools import repeat
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from guard.payload import Claim
 from guard.records.policy import Policy
@@ -112,15 +112,18 @@ def judge_column(
     f = part.field
     cols = part.columns
     ckeys, eids, values = cols[KEY], cols[ENTITY_ID], cols[VALUE]
-    got = f.batch(values, raws, f.policy, policy)  # type: ignore[misc]
+    batch = f.batch
+    got = None if batch is None else batch(values, raws, f.policy, policy)
     if got is None:
         return None
     actuals, same = got
     if f.freshness is not None:
         cutoff = now - f.freshness
-        if None in upds or min(upds) < cutoff:  # type: ignore[type-var]
+        if None in upds or min(cast("list[datetime]", upds)) < cutoff:
             return None
     n = len(ckeys)
+    statuses: Iterable[Status]
+    reasons: Iterable[str]
     if False in same:
         statuses, reasons = map(_VERDICT.__getitem__, same), map(_VERDICT_REASON.__getitem__, same)
     else:

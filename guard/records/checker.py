@@ -9,7 +9,7 @@ comparison.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
@@ -266,9 +266,10 @@ def _check(
                 continue
             found = list(map(rows.get, keys))
             if batch and len(found) >= _columns.COLUMN_FROM and f.batch is not None and None not in found:
-                raws = list(map(itemgetter(j), found))
+                hits = cast("list[Sequence[Any]]", found)
+                raws = list(map(itemgetter(j), hits))
                 if stamped:
-                    upds, isos = _columns.stamps(list(map(_last, found)), db_tz, db_utc)
+                    upds, isos = _columns.stamps(list(map(_last, hits)), db_tz, db_utc)
                 else:
                     upds, isos = [None] * len(found), [None] * len(found)
                 judged = _columns.judge_column(part, raws, upds, isos, policy, now, latency)

@@ -79,11 +79,12 @@ def aware(value: Any, tz: tzinfo, tz_is_utc: bool) -> datetime | None:
             return None
     if not isinstance(value, datetime):
         return None
-    if value.tzinfo is None:
+    when: datetime = value
+    if when.tzinfo is None:
         if tz_is_utc:
-            return value.replace(tzinfo=UTC)
-        value = value.replace(tzinfo=tz)
-    return value.astimezone(UTC)
+            return when.replace(tzinfo=UTC)
+        when = when.replace(tzinfo=tz)
+    return when.astimezone(UTC)
 
 
 def stamp(value: Any, tz: tzinfo, tz_is_utc: bool) -> tuple[datetime | None, str | None]:

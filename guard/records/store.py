@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -202,7 +202,7 @@ class _Lookup:
             if scoped and self.scope_col is not None:
                 stmt = stmt.where(self.scope_col == sa.bindparam("principal"))
             c = stmt.compile(dialect=dialect)
-            names = tuple(c.positiontup) if c.positional else self.canonical(n, scoped)
+            names = tuple(c.positiontup or ()) if c.positional else self.canonical(n, scoped)
             mode = "named" if not c.positional else "given" if names == self.canonical(n, scoped) else "reordered"
             hit = (c.string, names, mode)
             if len(self.compiled) >= _MAX_STATEMENTS:
@@ -466,6 +466,7 @@ class RecordStore:
         """
         lk = self._lookups[entity]
         wanted = lk.order(fields)
+        bound: list[int] | list[str]
         if lk.id_kind is int:
             bound = list(dict.fromkeys(int(k) for k in keys if _INT.match(k)))
         else:
@@ -521,7 +522,7 @@ class RecordStore:
         d = self.engine.dispatch
         return bool(d.before_cursor_execute or d.after_cursor_execute or d.before_execute or d.after_execute)
 
-    def _execute(self, sql: str, params: Any) -> list[Any]:
+    def _execute(self, sql: str, params: Any) -> Sequence[Any]:
         """One statement on a pooled connection.
 
         An instrumented engine is read through SQLAlchemy's Connection so every
@@ -534,23 +535,23 @@ class RecordStore:
             with self.engine.connect() as conn:
                 return conn.exec_driver_sql(sql, params).fetchall()
         try:
-            conn = self.engine.raw_connection()
+            raw = self.engine.raw_connection()
         except self._dbapi_error as exc:
             raise _DriverError(exc, True) from None
         cur = None
         try:
-            cur = conn.cursor()
+            cur = raw.cursor()
             cur.execute(sql, params)
-            rows = cur.fetchall()
+            rows: Sequence[Any] = cur.fetchall()
             cur.close()
             return rows
         except self._dbapi_error as exc:
-            disconnect = self.engine.dialect.is_disconnect(exc, conn.dbapi_connection, cur)
+            disconnect = self.engine.dialect.is_disconnect(cast(Any, exc), raw.dbapi_connection, cur)
             if disconnect:
-                conn.invalidate(exc)
+                raw.invalidate(exc)
             raise _DriverError(exc, disconnect) from None
         finally:
-            conn.close()
+            raw.close()
 
     @property
     def _dbapi_error(self) -> type[BaseException]:

@@ -17,7 +17,7 @@ through ``Decimal(str(x))``.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -176,9 +176,10 @@ def _as_utc(value: Any, policy: Policy, err: type[ValueError]) -> datetime:
         except ValueError:
             raise err(f"'{value}' is not an ISO 8601 timestamp") from None
     if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=policy.db_tz if err is BadStored else policy.tz)
-        return value.astimezone(UTC)
+        when: datetime = value
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=policy.db_tz if err is BadStored else policy.tz)
+        return when.astimezone(UTC)
     raise err(f"{type(value).__name__} is not a timestamp")
 
 
@@ -269,7 +270,7 @@ def _boolean_stored(value: Any, field: FieldPolicy, policy: Policy) -> bool:
     raise BadStored(f"stored {value!r} is not a boolean")
 
 
-def _all(values: list[Any], kind: type) -> bool:
+def _all(values: Sequence[Any], kind: type) -> bool:
     """Every value is exactly of ``kind`` (``bool`` is not ``int``), tested without a Python-level loop."""
     return len(set(map(type, values))) == 1 and type(values[0]) is kind
 
@@ -278,16 +279,16 @@ _SAFE_INT = 10**18
 
 
 def _integer_batch(
-    claimed: list[Any], stored: list[Any], field: FieldPolicy, policy: Policy
-) -> tuple[list[Any], list[bool]] | None:
+    claimed: Sequence[Any], stored: Sequence[Any], field: FieldPolicy, policy: Policy
+) -> tuple[Sequence[Any], list[bool]] | None:
     if _all(claimed, int) and _all(stored, int):
         return stored, list(map(eq, claimed, stored))
     return None
 
 
 def _money_batch(
-    claimed: list[Any], stored: list[Any], field: FieldPolicy, policy: Policy
-) -> tuple[list[Any], list[bool]] | None:
+    claimed: Sequence[Any], stored: Sequence[Any], field: FieldPolicy, policy: Policy
+) -> tuple[Sequence[Any], list[bool]] | None:
     if _all(claimed, int) and _all(stored, int) and max(map(abs, claimed)) < _SAFE_INT:
         scale = 10**field.exponent
         return stored, list(map(eq, (v * scale for v in claimed), stored))
@@ -295,8 +296,8 @@ def _money_batch(
 
 
 def _identifier_batch(
-    claimed: list[Any], stored: list[Any], field: FieldPolicy, policy: Policy
-) -> tuple[list[Any], list[bool]] | None:
+    claimed: Sequence[Any], stored: Sequence[Any], field: FieldPolicy, policy: Policy
+) -> tuple[Sequence[Any], list[bool]] | None:
     """ASCII text is its own NFC form."""
     if _all(claimed, str) and _all(stored, str) and "".join(claimed).isascii() and "".join(stored).isascii():
         return stored, list(map(eq, claimed, stored))
@@ -359,7 +360,7 @@ def _json_same(actual: Any) -> Any:
 
 # -- the specs -----------------------------------------------------------------------------------------------
 Parse = Callable[[Any, "FieldPolicy", "Policy"], Any]
-Batch = Callable[[list[Any], list[Any], "FieldPolicy", "Policy"], "tuple[list[Any], list[bool]] | None"]
+Batch = Callable[[Sequence[Any], Sequence[Any], "FieldPolicy", "Policy"], "tuple[Sequence[Any], list[bool]] | None"]
 
 
 @dataclass(frozen=True)
