@@ -326,8 +326,10 @@ def _lines(handle: Any, name: str, stats: ReadStats) -> Iterator[dict[str, Any]]
         stats._bad(f"{name}:{number + 1}", f"file ends early ({exc})")
 
 
-def read_events(paths: Iterable[str | os.PathLike[str]], stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
-    """Stream the events of ``paths`` (with rotated files, gzip or not) one at a time.
+def read_events(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], stats: ReadStats | None = None
+) -> Iterator[dict[str, Any]]:
+    """Stream the events of ``paths`` (one path or several; with rotated files, gzip or not) one at a time.
 
     A line that is not a JSON object (half-written by a crashed process, cut by
     a disk, edited by hand) is skipped and counted in ``stats`` rather than
@@ -335,7 +337,7 @@ def read_events(paths: Iterable[str | os.PathLike[str]], stats: ReadStats | None
     input, after the files.
     """
     stats = stats if stats is not None else ReadStats()
-    paths = list(paths)
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     for path in log_files([p for p in paths if os.fspath(p) != "-"]):
         stats.files.append(str(path))
         try:

@@ -130,3 +130,49 @@ def test_invalid_events_are_rejected_with_where(bad, where):
 def test_schema_names_each_event_kind():
     schema = json.dumps(json_schema())
     assert all(kind in schema for kind in EVENTS)
+
+
+@given(
+    st.one_of(st.floats(), st.integers(min_value=-(10**400), max_value=10**400), st.booleans(), st.text(), st.none())
+)
+def test_finite_accepts_exactly_the_real_json_numbers(value):
+    import math
+
+    from guard.observe.schema import finite
+
+    expected = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and (isinstance(value, float) and math.isfinite(value) or isinstance(value, int) and abs(value) < 2**1024)
+    )
+    assert finite(value) is expected
+
+
+def test_the_readers_count_what_the_producers_write(sqlite_demo, tmp_path):
+    """Monitor and metrics, reading through the schema, count every claim and decision Guard.run logged."""
+    from guard.observe.metrics import Metrics
+    from guard.observe.monitor import Monitor, MonitorConfig
+
+    url, policy, store = sqlite_demo
+    path = tmp_path / "g.jsonl"
+    with EventLog(path) as log:
+        gate = Guard(policy, store, domain="orders", log=log, log_payloads=True)
+        for _name, payload in demo.payloads().items():
+            gate.run(payload, principal=demo.PRINCIPAL, now=demo.NOW)
+    events = list(read_events(path))
+    claims = sum(e["event"] == "claim" for e in events)
+    decisions = sum(e["event"] == "decision" for e in events)
+    assert claims and decisions
+    monitor = Monitor(MonitorConfig(min_count=1)).add_all(events)
+    assert monitor.counters["claims"] == claims
+    assert monitor.counters["decisions"] == decisions
+    assert monitor.counters["ignored"] == len(events) - claims - decisions
+    metrics = Metrics()
+    assert sum(map(metrics.observe, events)) == claims + decisions
+
+
+def test_read_events_takes_one_path_as_well_as_several(tmp_path):
+    path = tmp_path / "one.jsonl"
+    path.write_text('{"event": "claim", "n": 1}\n', encoding="utf-8")
+    assert list(read_events(path)) == list(read_events([path])) == list(read_events(str(path)))
+    assert len(list(read_events(str(path)))) == 1
