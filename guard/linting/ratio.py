@@ -125,7 +125,8 @@ def ratio_stage(thresholds: RatioThresholds | None = None) -> Check:
 
 def build(setup: StageSetup) -> Check:
     """The ratio check with the domain's thresholds."""
-    return ratio_stage(setup.options.get("model"))
+    options = setup.options
+    return ratio_stage(options if isinstance(options, RatioThresholds) else None)
 
 
 STAGE = register(

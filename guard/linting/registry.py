@@ -23,7 +23,7 @@ Stages run in registration order; guard's own are format, shape, freetext, ratio
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -56,8 +56,8 @@ class StageSetup:
     grammar_dir: Any = None
     classifier: Any = None
     """A loaded classifier, or None for the shipped one."""
-    options: Mapping[str, Any] = field(default_factory=dict)
-    """This stage's options (already validated against ``Stage.options``)."""
+    options: BaseModel | None = None
+    """This stage's options, an instance of ``Stage.options`` (None for a stage that takes none)."""
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,12 @@ class Stage:
         """The codes the stage may emit."""
         return tuple(c if isinstance(c, str) else c.code for c in self.codes)
 
-    def setup_options(self, raw: Mapping[str, Any] | BaseModel | None, where: str) -> Mapping[str, Any]:
+    def setup_options(self, raw: Mapping[str, Any] | BaseModel | None, where: str) -> BaseModel | None:
         """The stage's options validated by its model; a ConfigError names the key that is wrong."""
         if self.options is None:
             if raw:
                 raise ConfigError(f"the {self.name} stage takes no options", location=where)
-            return {}
+            return None
         from pydantic import ValidationError
 
         try:
@@ -99,7 +99,7 @@ class Stage:
             raise ConfigError(
                 f"{self.name} options: {first['msg']}", location=f"{where}.{key}" if key else where
             ) from None
-        return {"model": model}
+        return model
 
 
 _STAGES: dict[str, Stage] = {}

@@ -34,7 +34,7 @@ class ShoutOptions(BaseModel):
 
 
 def _build(setup: StageSetup):
-    mark = setup.options["model"].mark if setup.options else "!"
+    mark = setup.options.mark if setup.options else "!"
 
     def check(ctx):
         at = ctx.template.find(mark)
