@@ -83,18 +83,37 @@ class DomainConfig(BaseModel):
 
 
 class GateConfig(BaseModel):
-    """Stage settings: a default and one entry per domain."""
+    """Stage settings: without a domain, for any domain not listed, and one entry per listed domain."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     default: DomainConfig = Field(default_factory=DomainConfig)
+    """When no domain is given (the shape stage needs one)."""
+    domain_default: DomainConfig = Field(default_factory=DomainConfig)
+    """For a domain that is not listed in ``domains``: a shipped one or one from a grammar directory."""
     domains: dict[str, DomainConfig] = Field(default_factory=dict)
 
-    def for_domain(self, domain: str | None) -> DomainConfig:
-        """The domain's settings, checked against the registry: an unknown stage or option is an error."""
-        name = domain if domain in self.domains else None
-        cfg = self.domains[name] if name else self.default
-        where = f"domains.{name}" if name else "default"
+    def for_domain(self, domain: str | None, grammar_dir: Any = None) -> DomainConfig:
+        """The domain's settings, checked against the registry: an unknown stage or option is an error.
+
+        A domain must exist in the grammar libraries (guard's or ``grammar_dir``): a misspelt domain is a
+        configuration mistake, never a gate that quietly runs without its sentence library.
+        """
+        if domain is not None:
+            from guard.shapes import list_domains
+
+            known_domains = list_domains(grammar_dir)
+            if domain not in known_domains:
+                raise ConfigError(
+                    f"unknown domain {domain!r}; known domains: {', '.join(sorted(known_domains)) or 'none'}",
+                    location="domain",
+                )
+        if domain is None:
+            cfg, where = self.default, "default"
+        elif domain in self.domains:
+            cfg, where = self.domains[domain], f"domains.{domain}"
+        else:
+            cfg, where = self.domain_default, "domain_default"
         known = registry.names()
         for stage in cfg.stages:
             if stage not in known:
@@ -112,14 +131,32 @@ class GateConfig(BaseModel):
         return cfg
 
 
+def _merged(base: Any, extra: Any) -> Any:
+    """``extra`` laid over ``base``: mappings merge key by key, anything else replaces."""
+    if isinstance(base, Mapping) and isinstance(extra, Mapping):
+        out = dict(base)
+        for key, value in extra.items():
+            out[key] = _merged(base.get(key), value) if key in base else value
+        return out
+    return extra
+
+
+def _shipped_gate_config() -> Any:
+    return yaml.safe_load((resources.files("guard") / "gate.yaml").read_text(encoding="utf-8"))
+
+
 def load_gate_config(source: str | Path | Mapping[str, Any] | GateConfig | None = None) -> GateConfig:
-    """The per-domain stage settings: a YAML file, a mapping, or guard's shipped defaults."""
+    """The per-domain stage settings: guard's shipped defaults, extended by a YAML file or a mapping.
+
+    A user's config is laid over the shipped one (mappings merge key by key), so naming one stage of one
+    domain changes that stage only; every other setting stays as shipped.
+    """
     if isinstance(source, GateConfig):
         return source
     where = "gate config"
+    data: Any
     if source is None:
-        text = (resources.files("guard") / "gate.yaml").read_text(encoding="utf-8")
-        data: Any = yaml.safe_load(text)
+        data = _shipped_gate_config()
     elif isinstance(source, Mapping):
         data = dict(source)
     else:
@@ -130,6 +167,10 @@ def load_gate_config(source: str | Path | Mapping[str, Any] | GateConfig | None 
             raise ConfigError(f"cannot read the gate config: {exc.strerror}", location=where) from None
         except yaml.YAMLError as exc:
             raise ConfigError(f"the gate config is not valid YAML: {exc}", location=where) from None
+    if source is not None:
+        if data is not None and not isinstance(data, Mapping):
+            raise ConfigError("the gate config must be a mapping (default, domain_default, domains)", location=where)
+        data = _merged(_shipped_gate_config(), data or {})
     try:
         return GateConfig.model_validate(data or {})
     except ValidationError as exc:
@@ -405,7 +446,7 @@ class Guard:
     ) -> None:
         self.policy = load_policy(policy if not isinstance(policy, str) or "\n" in policy else Path(policy))
         self.domain = domain
-        self.config = load_gate_config(config).for_domain(domain)
+        self.config = load_gate_config(config).for_domain(domain, grammar_dir)
         self.grammar_dir = grammar_dir
         self.modes = {
             s.name: self.config.mode(s.name) for s in registry.stages() if self.config.mode(s.name) is not Mode.OFF
