@@ -1,0 +1,472 @@
+"""The lexicon compiler: core.yaml + a domain's lexicon + core.lark -> one Lark grammar and its bindings.
+
+Subjects, predicates, attribute names and counts are expanded to the finite set
+of wordings each stands for and merged across entities: a wording is written
+once, in one rule, and the rule records which entities it can be about, which
+field each of its slots shows and which claim witnesses a state it asserts
+(:class:`RuleMeta`). Merging is what keeps the grammar LALR(1) while every
+entity may say "was cancelled". Everything else (courtesy, contact,
+instructions, ...) is written out as Lark expressions over phrase classes, so
+the language can be large (about 10^10 sentences) while the grammar stays small.
+
+Every literal word is checked against core's claim-bearing words: a lexicon
+cannot approve "faster", "tomorrow" or "because" by accident.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guard.errors import GrammarError
+from guard.shapes.lexicon import SENTENCE_CLASSES, Entity, Lexicon, Witness
+from guard.shapes.phrases import (
+    SLOT_TYPES,
+    Alt,
+    Atom,
+    Node,
+    Opt,
+    Punct,
+    Ref,
+    Seq,
+    Slot,
+    Word,
+    expand,
+    parse_phrase,
+    refs,
+    words,
+)
+
+UNIONS = ("subject", "predicate", "attr", "count", "det", "noun", "attr_head")
+_PARTS = ("modifier", "relative", "pronoun")
+"""Rules of the grammar (merged unions and core.lark parts) a phrase may refer to as <name>."""
+MAX_WORDINGS = 5000
+"""Wordings one phrase or class may stand for when expanded (a class used in a phrase that varies more is
+written out as a Lark rule instead)."""
+NEVER = "NEVER"
+"""A terminal guard's lexer never produces: the body of an empty sentence class."""
+SLOT_TERMINALS = {t: f"{t.upper()}_SLOT" for t in SLOT_TYPES}
+
+
+_Entry = tuple[tuple[Atom, ...], str, dict[str, set[str]], Witness | None]
+"""A wording, the entity it is about, the fields its slots show by type, and the state it asserts."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What one entity's reading of a rule means: the fields its slots show (by claim type) and a witness."""
+
+    entity: str
+    slots: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(claim type, fields a slot of that type may show), sorted."""
+    witness: Witness | None = None
+
+    def fields(self, type_: str) -> tuple[str, ...]:
+        for t, fs in self.slots:
+            if t == type_:
+                return fs
+        return ()
+
+
+@dataclass(frozen=True)
+class RuleMeta:
+    """What a generated rule means: its kind and, per entity it may be about, its binding."""
+
+    kind: str
+    bindings: tuple[Binding, ...]
+    text: str = ""
+    """One wording of the rule, for messages."""
+
+    @property
+    def entities(self) -> frozenset[str]:
+        return frozenset(b.entity for b in self.bindings)
+
+    def binding(self, entity: str) -> Binding | None:
+        for b in self.bindings:
+            if b.entity == entity:
+                return b
+        return None
+
+
+@dataclass
+class Compiled:
+    """A domain's generated grammar source and what its rules mean."""
+
+    domain: str
+    source: str
+    meta: dict[str, RuleMeta] = field(default_factory=dict)
+    entities: dict[str, Entity] = field(default_factory=dict)
+    attributes: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    """entity -> claim type -> fields of that type (to bind a bare value in a summary)."""
+    digest: str = ""
+
+
+def _text(seq: Iterable[Atom]) -> str:
+    out = []
+    for a in seq:
+        if isinstance(a, Slot):
+            out.append("{" + a.type + "}")
+        else:
+            out.append(a.text)
+    return " ".join(out)
+
+
+def _lark_atom(a: Atom) -> str:
+    if isinstance(a, Slot):
+        return SLOT_TERMINALS[a.type]
+    return '"' + a.text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+DETERMINERS = frozenset({"your", "the", "this"})
+
+
+def _first_words(node: Node) -> set[str]:
+    if isinstance(node, Word):
+        return {node.text}
+    if isinstance(node, Seq):
+        return _first_words(node.items[0])
+    if isinstance(node, Alt):
+        return set().union(*(_first_words(o) for o in node.options))
+    return set()
+
+
+def _lark_expr(node: Node, ref: Callable[[str], str], starters: frozenset[str] = frozenset()) -> str:
+    """A phrase as a Lark expression. A determiner is written as the ``det`` rule, as subjects write it, so the
+    parser never has to choose between a literal "the" and the start of a noun phrase."""
+    if isinstance(node, Word) and node.text in DETERMINERS:
+        return "det"
+    if isinstance(node, (Word, Punct, Slot)):
+        return _lark_atom(node)
+    if isinstance(node, Ref):
+        return ref(node.name)
+    if isinstance(node, Opt):
+        return "[" + _lark_expr(node.body, ref, starters) + "]"
+    if isinstance(node, Alt):
+        return "(" + " | ".join(_lark_expr(o, ref, starters) for o in node.options) + ")"
+    return " ".join(_lark_expr(item, ref, starters) for item in node.items)
+
+
+class _Compiler:
+    def __init__(self, core: Lexicon, lexicon: Lexicon, core_lark: str, where: str) -> None:
+        self.core, self.lex, self.core_lark, self.where = core, lexicon, core_lark, where
+        self.class_src: dict[str, list[tuple[str, str]]] = {}
+        for owner, lx in (("core.yaml", core), (where, lexicon)):
+            for name, phrases in lx.classes.items():
+                if name in UNIONS or name in _PARTS or name in SENTENCE_CLASSES:
+                    raise GrammarError(f"{owner}: class name {name!r} is reserved", location=f"{owner}:classes.{name}")
+                self.class_src.setdefault(name, []).extend((p, owner) for p in phrases)
+        self.trees: dict[str, list[Node]] = {}
+        self._expanded: dict[str, list[tuple[Atom, ...]]] = {}
+        self._expanding: list[str] = []
+        self.claim: dict[str, tuple[str, frozenset[str]]] = {}
+        for kind, cc in core.claim_words.items():
+            for w in cc.words:
+                self.claim[w] = (kind, frozenset(cc.allow_in.get(w, ())))
+        self.rules: list[tuple[str, str]] = []
+        self.nevers: list[str] = []
+        self.starters: frozenset[str] = frozenset()
+        self._seqs: dict[str, list[tuple[Atom, ...]]] = {}
+        """First words of every noun and attribute name."""
+        self.meta: dict[str, RuleMeta] = {}
+        self.used_classes: set[str] = set()
+        self._checked: set[tuple[str, tuple[str, ...]]] = set()
+        self.word_errors: list[str] = []
+
+    # -- phrases -------------------------------------------------------------------------
+    def parse(self, text: str, context: str, where: str) -> Node:
+        """A phrase's tree; its words, and those of every class it refers to, checked in ``context``."""
+        tree = parse_phrase(text, where)
+        self._check_words(tree, (context,), where)
+        return tree
+
+    def _check_words(self, tree: Node, contexts: tuple[str, ...], where: str) -> None:
+        for w in words(tree):
+            hit = self.claim.get(w)
+            if hit is not None and not hit[1].intersection(contexts):
+                msg = f"{where}: {w!r} carries a claim ({hit[0]}) and cannot be approved wording in {contexts[-1]!r}"
+                if msg not in self.word_errors:
+                    self.word_errors.append(msg)
+        for r in refs(tree):
+            if r in UNIONS:
+                continue
+            if r not in self.class_src:
+                raise GrammarError(f"{where}: a phrase refers to unknown class <{r}>", location=where)
+            key = (r, contexts)
+            if key in self._checked or r in contexts:
+                continue
+            self._checked.add(key)
+            for t, (_, owner) in zip(self.class_trees(r), self.class_src[r]):
+                self._check_words(t, (r, *contexts), f"{owner}:classes.{r}")
+
+    def class_trees(self, name: str) -> list[Node]:
+        if name not in self.trees:
+            self.trees[name] = [parse_phrase(p, f"{owner}:classes.{name}") for p, owner in self.class_src[name]]
+        return self.trees[name]
+
+    def expanded(self, name: str) -> list[tuple[Atom, ...]]:
+        """Every wording of a phrase class (for subjects, predicates and attributes)."""
+        if name in UNIONS:
+            raise GrammarError(f"{self.where}: <{name}> cannot be used inside an entity or predicate phrase")
+        if name in self._expanded:
+            return self._expanded[name]
+        if name in self._expanding:
+            chain = " -> ".join([*self._expanding, name])
+            raise GrammarError(f"{self.where}: phrase classes refer to each other in a loop: {chain}")
+        self._expanding.append(name)
+        out: list[tuple[Atom, ...]] = []
+        for tree in self.class_trees(name):
+            out.extend(expand(tree, self.expanded, MAX_WORDINGS, f"class {name}"))
+        self._expanding.pop()
+        self._expanded[name] = list(dict.fromkeys(out))
+        return self._expanded[name]
+
+    def phrase_set(self, phrases: Iterable[str], context: str, where: str) -> list[tuple[Atom, ...]]:
+        out: list[tuple[Atom, ...]] = []
+        for p in phrases:
+            out.extend(expand(self.parse(p, context, where), self.expanded, MAX_WORDINGS, where))
+        return list(dict.fromkeys(out))
+
+    def ref(self, name: str) -> str:
+        if name in UNIONS:
+            return name
+        self.used_classes.add(name)
+        return f"c_{name}"
+
+    def never(self, rule: str) -> str:
+        """A terminal of its own that guard's lexer never produces: the body of an empty rule."""
+        term = f"{NEVER}_{rule.upper()}"
+        self.nevers.append(term)
+        return term
+
+    # -- merged unions ---------------------------------------------------------------------
+    def union(self, kind: str, prefix: str, entries: Sequence[_Entry]) -> None:
+        """Write one rule per distinct meaning; each wording appears in exactly one rule."""
+        by_seq: dict[tuple[object, ...], dict[str, tuple[dict[str, set[str]], list[Witness]]]] = {}
+        shown: dict[tuple[object, ...], tuple[Atom, ...]] = {}
+        for seq, entity, slots, witness in entries:
+            key = tuple(("slot", a.type) if isinstance(a, Slot) else (type(a).__name__, a.text) for a in seq)
+            shown.setdefault(key, seq)
+            per = by_seq.setdefault(key, {})
+            fields, witnesses = per.setdefault(entity, ({}, []))
+            for t, fs in slots.items():
+                fields.setdefault(t, set()).update(fs)
+            if witness is not None and witness not in witnesses:
+                witnesses.append(witness)
+        groups: dict[RuleMeta, list[tuple[Atom, ...]]] = {}
+        for wording, per in by_seq.items():
+            bindings = []
+            for entity in sorted(per):
+                fields, witnesses = per[entity]
+                if len(witnesses) > 1:
+                    raise GrammarError(
+                        f"{self.where}: {_text(shown[wording])!r} asserts two different states of {entity}",
+                        location=self.where,
+                    )
+                bindings.append(
+                    Binding(
+                        entity,
+                        tuple(sorted((t, tuple(sorted(fs))) for t, fs in fields.items())),
+                        witnesses[0] if witnesses else None,
+                    )
+                )
+            meta = RuleMeta(kind, tuple(bindings))
+            groups.setdefault(meta, []).append(shown[wording])
+        names = []
+        for i, (meta, seqs) in enumerate(sorted(groups.items(), key=lambda kv: _text(kv[1][0]))):
+            name = f"{prefix}{i}"
+            names.append(name)
+            self.meta[name] = RuleMeta(meta.kind, meta.bindings, _text(seqs[0]))
+            self._seqs[name] = seqs
+            body = "\n    | ".join(" ".join(_lark_atom(a) for a in s) if s else "" for s in seqs)
+            self.rules.append((name, body))
+        self.rules.append((kind, " | ".join(names) if names else self.never(kind)))
+
+    def slot_fields(self, seq: tuple[Atom, ...], default: str | None, where: str) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for a in seq:
+            if isinstance(a, Slot):
+                f = a.field or default
+                if f is None:
+                    continue
+                out.setdefault(a.type, set()).add(f)
+        return out
+
+    def subjects(self) -> None:
+        """The parts of a subject, each merged across entities: nouns, modifiers, relative clauses, pronouns."""
+        nouns: list[_Entry] = []
+        mods: list[_Entry] = []
+        rels: list[_Entry] = []
+        pronouns: list[_Entry] = []
+        for name, ent in self.lex.entities.items():
+            where = f"{self.where}:entities.{name}"
+            for seq in self.phrase_set(ent.nouns, "subject", f"{where}.nouns"):
+                if any(isinstance(a, Slot) for a in seq):
+                    raise GrammarError(f"{where}.nouns: a noun has no slot", location=where)
+                nouns.append((seq, name, {}, None))
+            for seq in self.phrase_set(ent.modifiers, "subject", f"{where}.modifiers"):
+                mods.append((seq, name, self.slot_fields(seq, None, where), None))
+            for seq in self.phrase_set(ent.relative, "subject", f"{where}.relative"):
+                rels.append((seq, name, self.slot_fields(seq, None, where), None))
+            for seq in self.phrase_set(ent.pronouns, "subject", f"{where}.pronouns"):
+                pronouns.append((seq, name, self.slot_fields(seq, None, where), None))
+        for seq in self.phrase_set(["it", "this one"], "subject", "core:pronouns"):
+            for name in self.lex.entities:
+                pronouns.append((seq, name, {}, None))
+        self.union("noun", "n", nouns)
+        self.union("modifier", "m", mods)
+        self.union("relative", "r", rels)
+        self.union("pronoun", "q", pronouns)
+
+    def predicates(self) -> None:
+        entries: list[_Entry] = []
+        for i, pred in enumerate(self.lex.predicates):
+            where = f"{self.where}:predicates[{i}]"
+            for e in pred.entities:
+                if e not in self.lex.entities:
+                    raise GrammarError(f"{where}: unknown entity {e!r}", location=where)
+            for seq in self.phrase_set(pred.forms, "predicate", where):
+                fields = self.slot_fields(seq, pred.field, where)
+                if any(isinstance(a, Slot) for a in seq) and not fields:
+                    raise GrammarError(f"{where}: {_text(seq)!r} has a slot but no field to bind it to", location=where)
+                if pred.witness is None and not any(isinstance(a, Slot) for a in seq):
+                    raise GrammarError(
+                        f"{where}: {_text(seq)!r} asserts something without a slot: give the predicate a witness",
+                        location=where,
+                    )
+                for e in pred.entities:
+                    entries.append((seq, e, fields, pred.witness))
+        self.union("predicate", "p", entries)
+
+    def attributes(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        entries: list[_Entry] = []
+        by_type: dict[str, dict[str, set[str]]] = {}
+        for name, ent in self.lex.entities.items():
+            for j, at in enumerate(ent.attributes):
+                where = f"{self.where}:entities.{name}.attributes[{j}]"
+                if at.type not in SLOT_TYPES:
+                    raise GrammarError(f"{where}: unknown claim type {at.type!r}", location=where)
+                by_type.setdefault(name, {}).setdefault(at.type, set()).add(at.field)
+                nouns = self.phrase_set(ent.nouns, "subject", where)
+                for seq in self.phrase_set(at.names, "attr", where):
+                    if any(isinstance(a, Slot) for a in seq):
+                        raise GrammarError(f"{where}: an attribute name has no slot", location=where)
+                    # "order total" is the noun "order" and the attribute "total" (the grammar puts a noun before
+                    # any attribute), so a name that starts with its entity's noun is kept without it
+                    for n in sorted(nouns, key=len, reverse=True):
+                        if len(seq) > len(n) and seq[: len(n)] == n:
+                            seq = seq[len(n) :]
+                            break
+                    entries.append((seq, name, {at.type: {at.field}}, None))
+        self.union("attr", "a", entries)
+        return {e: {t: tuple(sorted(fs)) for t, fs in types.items()} for e, types in by_type.items()}
+
+    def counts(self) -> None:
+        entries: list[_Entry] = []
+        for name, ent in self.lex.entities.items():
+            for j, c in enumerate(ent.counts):
+                where = f"{self.where}:entities.{name}.counts[{j}]"
+                for n in self.phrase_set(c.nouns, "count", where):
+                    entries.append(((Slot("integer", c.field), *n), name, {"integer": {c.field}}, None))
+        self.union("count", "k", entries)
+
+    # -- expressions -----------------------------------------------------------------------
+    def sentence_classes(self) -> None:
+        for cls in SENTENCE_CLASSES:
+            alts = []
+            for owner, lx in (("core.yaml", self.core), (self.where, self.lex)):
+                for j, p in enumerate(lx.sentence_class(cls)):
+                    tree = self.parse(p, cls, f"{owner}:{cls}[{j}]")
+                    alts.append(_lark_expr(tree, self.ref, self.starters))
+            self.rules.append((cls, "\n    | ".join(alts) if alts else self.never(cls)))
+        alts = []
+        for j, st in enumerate(self.lex.statements):
+            where = f"{self.where}:statements[{j}]"
+            if st.entity is not None and st.entity not in self.lex.entities:
+                raise GrammarError(f"{where}: unknown entity {st.entity!r}", location=where)
+            name = f"x{j}"
+            body = " | ".join(_lark_expr(self.parse(p, "statement", where), self.ref, self.starters) for p in st.forms)
+            self.rules.append((name, body))
+            for e in st.witnesses:
+                if e not in self.lex.entities:
+                    raise GrammarError(f"{where}: unknown entity {e!r} in witnesses", location=where)
+            if st.witnesses:
+                bindings = tuple(Binding(e, (), w) for e, w in sorted(st.witnesses.items()))
+            else:
+                bindings = (Binding(st.entity or "", (), st.witness),)
+            self.meta[name] = RuleMeta("statement", bindings, st.forms[0])
+            alts.append(name)
+        self.rules.append(("stmt", " | ".join(alts) if alts else self.never("stmt")))
+
+    def classes(self) -> None:
+        done: set[str] = set()
+        while self.used_classes - done:
+            name = sorted(self.used_classes - done)[0]
+            done.add(name)
+            alts = [_lark_expr(t, self.ref, self.starters) for t in self.class_trees(name)]
+            self.rules.append((f"c_{name}", "\n    | ".join(alts)))
+
+    def run(self, domain: str) -> Compiled:
+        if not self.lex.entities:
+            raise GrammarError(f"{self.where}: a domain lexicon names at least one entity", location=self.where)
+        self.subjects()
+        self.predicates()
+        attrs = self.attributes()
+        self.starters = frozenset(
+            seq[0].text
+            for rule, body in self.rules
+            if rule == "noun" or rule == "attr"
+            for name in body.split(" | ")
+            for seq in self._seqs.get(name, ())
+            if seq and isinstance(seq[0], Word)
+        )
+        self.counts()
+        self.sentence_classes()
+        self.classes()
+        if self.word_errors:
+            shown = "; ".join(self.word_errors[:20]) + ("; ..." if len(self.word_errors) > 20 else "")
+            raise GrammarError(
+                f"{len(self.word_errors)} claim-bearing word(s) in approved wording (put what they say in a slot, "
+                f"or leave such sentences to be refused): {shown}",
+                location=self.where,
+            )
+        lines = [self.core_lark.rstrip(), "", "// ---- generated from the lexicon ----"]
+        for name, body in self.rules:
+            lines.append(f"{name}: {body}")
+        for t, term in SLOT_TERMINALS.items():
+            lines.append(f'{term}: "<{t}>"')
+        for term in self.nevers:
+            lines.append(f'{term}: "<{term.lower()}>"')
+        source = "\n".join(lines) + "\n"
+        return Compiled(
+            domain, source, self.meta, dict(self.lex.entities), attrs, hashlib.sha256(source.encode()).hexdigest()
+        )
+
+
+def compile_lexicon(domain: str, core: Lexicon, lexicon: Lexicon, core_lark: str, where: str) -> Compiled:
+    """The Lark source and rule meanings of a domain."""
+    return _Compiler(core, lexicon, core_lark, where).run(domain)
+
+
+def compile_files(domain: str, lexicon_path: Path, core_yaml: Path, core_lark: Path) -> Compiled:
+    """:func:`compile_lexicon` over files."""
+    from guard.shapes.lexicon import read_lexicon
+
+    core = read_lexicon(core_yaml)
+    lex = read_lexicon(lexicon_path)
+    if lex.claim_words:
+        raise GrammarError(f"{lexicon_path.name}: claim_words belong to core.yaml only", location=str(lexicon_path))
+    try:
+        text = core_lark.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise GrammarError(f"cannot read {core_lark.name}: {exc.strerror}", location=str(core_lark)) from None
+    return compile_lexicon(domain, core, lex, text, lexicon_path.name)
+
+
+def claim_words(core: Lexicon) -> Mapping[str, str]:
+    """Every claim-bearing word and its kind (for the suggestion vetting and tests)."""
+    return {w: kind for kind, cc in core.claim_words.items() for w in cc.words}
+
+
+__all__ = ["Binding", "RuleMeta", "Compiled", "compile_lexicon", "compile_files", "claim_words", "UNIONS"]
