@@ -103,6 +103,8 @@ class Library:
 
 _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], Library] = {}
+_STAMPED: dict[tuple[object, ...], Library] = {}
+"""Libraries by their files' paths, mtimes and sizes: a warm load reads three stats and compiles nothing."""
 
 
 def _cache_dir() -> Path:
@@ -123,11 +125,17 @@ def load_library(domain: str, lexicon_dir: Path | None = None) -> Library:
     if not path.is_file():
         known = sorted(p.stem for p in base.glob("*.yaml") if p.stem != "core")
         raise GrammarError(f"unknown domain {domain!r}; known domains: {', '.join(known)}", location=domain)
-    compiled = compile_files(domain, path, base / "core.yaml", base / "compose.lark")
+    files = (path, base / "core.yaml", base / "compose.lark")
+    stamp = (domain, *(_stat(f) for f in files))
+    hit = _STAMPED.get(stamp)
+    if hit is not None:
+        return hit
+    compiled = compile_files(domain, *files)
     key = (domain, compiled.digest)
     with _LOCK:
         hit = _LOADED.get(key)
         if hit is not None:
+            _STAMPED[stamp] = hit
             return hit
         cache = _cache_dir() / f"{domain}-{compiled.digest[:16]}-{_lark_version()}.lark-cache"
         try:
@@ -154,7 +162,16 @@ def load_library(domain: str, lexicon_dir: Path | None = None) -> Library:
             raise GrammarError(f"{path.name} is not LALR(1): {detail}", location=str(path)) from None
         lib = Library(compiled, parser)
         _LOADED[key] = lib
+        _STAMPED[stamp] = lib
         return lib
+
+
+def _stat(path: Path) -> tuple[str, int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (str(path), -1, -1)
+    return (str(path), st.st_mtime_ns, st.st_size)
 
 
 def _lark_version() -> str:

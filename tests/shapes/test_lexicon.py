@@ -230,7 +230,13 @@ def orders():
     return load_library("orders")
 
 
-def test_the_orders_library_is_strict_lalr_and_loads_from_its_cache(orders):
+def test_the_orders_library_is_strict_lalr_and_loads_from_its_cache(orders, monkeypatch):
+    import guard.shapes.sentences as sentences
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("a warm load compiles nothing")
+
+    monkeypatch.setattr(sentences, "compile_files", no_compile)
     again = load_library("orders")
     assert again is orders
     assert orders.lark.options.strict is True
@@ -245,10 +251,10 @@ def test_no_unverified_orders_sentence_is_accepted(orders):
 
 
 def test_clean_orders_sentences_are_accepted_at_least_as_often_as_when_this_was_written(orders):
-    """A floor against regressions (38% of train+dev clean sentences at the time of writing; the target is 90%)."""
+    """A floor against regressions (41% of train+dev clean sentences at the time of writing; the target is 90%)."""
     clean = [r for r in _rows("orders") if r["kind"] != "unverified" and _split(r["text"]) != "test"]
     rate = sum(_accepted(orders, r) for r in clean) / len(clean)
-    assert rate >= 0.35
+    assert rate >= 0.38
 
 
 @pytest.mark.parametrize(
