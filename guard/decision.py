@@ -26,7 +26,7 @@ _CONFIRMED, _CONTRADICTED = Status.CONFIRMED, Status.CONTRADICTED
 
 def _answer_parts(
     results: Sequence[ClaimResult], policy: Policy
-) -> tuple[list[str], list[str], list[str | None], list[str | None]]:
+) -> tuple[Sequence[str], Sequence[str], Sequence[str | None], Sequence[str | None]]:
     """Keys, rendered texts, citations and update times of confirmed results, one result at a time: the
     reference the one-field column path (:mod:`guard._answer`) must agree with."""
     formats: dict[tuple[str, str], Formatter] = {}

@@ -180,7 +180,7 @@ def substitute(template: str, values: Mapping[str, str]) -> str:
     return _join(literals, filled)
 
 
-def substitute_in_order(template: str, keys: Sequence[str], texts: list[str]) -> str:
+def substitute_in_order(template: str, keys: Sequence[str], texts: Sequence[str]) -> str:
     """:func:`substitute` of ``dict(zip(keys, texts))``; when the slots are ``keys`` in order, no mapping is built."""
     literals, names, _ = _layout(template)
     if names == tuple(keys):
@@ -188,7 +188,7 @@ def substitute_in_order(template: str, keys: Sequence[str], texts: list[str]) ->
     return substitute(template, dict(zip(keys, texts)))
 
 
-def _join(literals: tuple[str, ...], filled: list[str]) -> str:
+def _join(literals: tuple[str, ...], filled: Sequence[str]) -> str:
     out = [*literals, *filled]
     out[::2] = literals
     out[1::2] = filled
