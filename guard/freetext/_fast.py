@@ -39,8 +39,8 @@ from guard.freetext.featurize import (
 class Unit(NamedTuple):
     """The strongest evidence for one label in one window, in token positions.
 
-    Relative to the window's last token when cached per window; :meth:`shifted`
-    places it in the sentence. Units rank as tuples: weight first.
+    Relative to the window's last token; the model adds the window's position.
+    Units rank as tuples: weight first.
     """
 
     weight: float
@@ -49,9 +49,6 @@ class Unit(NamedTuple):
     trim_start: int
     """``start`` past punctuation and the sentence boundaries."""
     trim_end: int
-
-    def shifted(self, k: int) -> Unit:
-        return Unit(self.weight, k + self.start, k + self.end, k + self.trim_start, k + self.trim_end)
 
 
 class _Arrays(NamedTuple):

@@ -22,12 +22,12 @@ from importlib import metadata
 from itertools import chain
 from operator import or_
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from guard.errors import ModelError
-from guard.freetext._fast import Unit, _Windows, gather_bulk, spans_bulk
+from guard.freetext._fast import _Windows, gather_bulk, spans_bulk
 from guard.freetext.featurize import (
     BOS,
     COND,
@@ -186,7 +186,7 @@ class FreeTextClassifier:
         found: list = []
         cols: list[int] = []
         if flags & LONG and self._patterns:
-            found = self.prepare().matcher.find_long([x.m for x in lexes])
+            found = cast(Linguistics, self._ling).matcher.find_long([x.m for x in lexes])
             for name, _, _ in found:
                 cols.extend(self._windows.pattern_columns(name))
         if flags & (COND | LEAD) and self._clauses:
@@ -377,20 +377,24 @@ class FreeTextClassifier:
             offsets: list[int] = []
             for lab in label_sets[code]:
                 j = index[lab]
-                cand = [u.shifted(k) for k, us in enumerate(wins) if (u := us[j]) is not None]
+                # plain (weight, start, end, trimmed start, trimmed end) tuples: a Unit's constructor is a Python
+                # call per candidate, which the lint path (batches of 5 in bench_freetext) measurably pays for
+                cand = [
+                    (u.weight, k + u.start, k + u.end, k + u.trim_start, k + u.trim_end)
+                    for k, us in enumerate(wins)
+                    if (u := us[j]) is not None
+                ]
                 for name, s, e in batch.long.get(i, ()):
                     w = self._weight(self._windows.pattern_columns(name))
                     if w[j] >= MIN_EVIDENCE:
-                        cand.append(Unit(w[j], s, e, *self._trim(lexes, s, e)))
+                        cand.append((w[j], s, e, *self._trim(lexes, s, e)))
                 cand = sorted(cand, reverse=True)[:top]
                 spans = found[lab] = []
                 if not cand:
                     continue
-                floor = 0.4 * cand[0].weight
+                floor = 0.4 * cand[0][0]
                 merged: list[list[int]] = []
-                for s, e in sorted(
-                    (u.trim_start, u.trim_end) for u in cand if u.weight >= floor and u.trim_end > u.trim_start
-                ):
+                for s, e in sorted((ts, te) for weight, _, _, ts, te in cand if weight >= floor and te > ts):
                     if merged and s <= merged[-1][1]:
                         merged[-1][1] = max(merged[-1][1], e)
                     else:
