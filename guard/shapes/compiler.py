@@ -30,7 +30,6 @@ from guard.shapes.phrases import (
     Opt,
     Punct,
     Ref,
-    Seq,
     Slot,
     Word,
     expand,
@@ -122,17 +121,7 @@ def _lark_atom(a: Atom) -> str:
 DETERMINERS = frozenset({"your", "the", "this"})
 
 
-def _first_words(node: Node) -> set[str]:
-    if isinstance(node, Word):
-        return {node.text}
-    if isinstance(node, Seq):
-        return _first_words(node.items[0])
-    if isinstance(node, Alt):
-        return set().union(*(_first_words(o) for o in node.options))
-    return set()
-
-
-def _lark_expr(node: Node, ref: Callable[[str], str], starters: frozenset[str] = frozenset()) -> str:
+def _lark_expr(node: Node, ref: Callable[[str], str]) -> str:
     """A phrase as a Lark expression. A determiner is written as the ``det`` rule, as subjects write it, so the
     parser never has to choose between a literal "the" and the start of a noun phrase."""
     if isinstance(node, Word) and node.text in DETERMINERS:
@@ -142,10 +131,10 @@ def _lark_expr(node: Node, ref: Callable[[str], str], starters: frozenset[str] =
     if isinstance(node, Ref):
         return ref(node.name)
     if isinstance(node, Opt):
-        return "[" + _lark_expr(node.body, ref, starters) + "]"
+        return "[" + _lark_expr(node.body, ref) + "]"
     if isinstance(node, Alt):
-        return "(" + " | ".join(_lark_expr(o, ref, starters) for o in node.options) + ")"
-    return " ".join(_lark_expr(item, ref, starters) for item in node.items)
+        return "(" + " | ".join(_lark_expr(o, ref) for o in node.options) + ")"
+    return " ".join(_lark_expr(item, ref) for item in node.items)
 
 
 class _Compiler:
@@ -166,8 +155,6 @@ class _Compiler:
                 self.claim[w] = (kind, frozenset(cc.allow_in.get(w, ())))
         self.rules: list[tuple[str, str]] = []
         self.nevers: list[str] = []
-        self.starters: frozenset[str] = frozenset()
-        self._seqs: dict[str, list[tuple[Atom, ...]]] = {}
         """First words of every noun and attribute name."""
         self.meta: dict[str, RuleMeta] = {}
         self.used_classes: set[str] = set()
@@ -278,7 +265,6 @@ class _Compiler:
             name = f"{prefix}{i}"
             names.append(name)
             self.meta[name] = RuleMeta(meta.kind, meta.bindings, _text(seqs[0]))
-            self._seqs[name] = seqs
             body = "\n    | ".join(" ".join(_lark_atom(a) for a in s) if s else "" for s in seqs)
             self.rules.append((name, body))
         self.rules.append((kind, " | ".join(names) if names else self.never(kind)))
@@ -378,7 +364,7 @@ class _Compiler:
             for owner, lx in (("core.yaml", self.core), (self.where, self.lex)):
                 for j, p in enumerate(lx.sentence_class(cls)):
                     tree = self.parse(p, cls, f"{owner}:{cls}[{j}]")
-                    alts.append(_lark_expr(tree, self.ref, self.starters))
+                    alts.append(_lark_expr(tree, self.ref))
             self.rules.append((cls, "\n    | ".join(alts) if alts else self.never(cls)))
         alts = []
         for j, st in enumerate(self.lex.statements):
@@ -386,7 +372,7 @@ class _Compiler:
             if st.entity is not None and st.entity not in self.lex.entities:
                 raise GrammarError(f"{where}: unknown entity {st.entity!r}", location=where)
             name = f"x{j}"
-            body = " | ".join(_lark_expr(self.parse(p, "statement", where), self.ref, self.starters) for p in st.forms)
+            body = " | ".join(_lark_expr(self.parse(p, "statement", where), self.ref) for p in st.forms)
             self.rules.append((name, body))
             for e in st.witnesses:
                 if e not in self.lex.entities:
@@ -404,7 +390,7 @@ class _Compiler:
         while self.used_classes - done:
             name = sorted(self.used_classes - done)[0]
             done.add(name)
-            alts = [_lark_expr(t, self.ref, self.starters) for t in self.class_trees(name)]
+            alts = [_lark_expr(t, self.ref) for t in self.class_trees(name)]
             self.rules.append((f"c_{name}", "\n    | ".join(alts)))
 
     def run(self, domain: str) -> Compiled:
@@ -413,14 +399,6 @@ class _Compiler:
         self.subjects()
         self.predicates()
         attrs = self.attributes()
-        self.starters = frozenset(
-            seq[0].text
-            for rule, body in self.rules
-            if rule == "noun" or rule == "attr"
-            for name in body.split(" | ")
-            for seq in self._seqs.get(name, ())
-            if seq and isinstance(seq[0], Word)
-        )
         self.counts()
         self.sentence_classes()
         self.classes()

@@ -205,26 +205,28 @@ def _capped(seqs: list[tuple[Atom, ...]], limit: int, where: str) -> list[tuple[
     return out
 
 
+def leaves(node: Node) -> Iterator[Word | Punct | Slot | Ref]:
+    """Every word, punctuation mark, slot and class reference of a phrase tree, in order."""
+    if isinstance(node, Seq):
+        for i in node.items:
+            yield from leaves(i)
+    elif isinstance(node, Alt):
+        for o in node.options:
+            yield from leaves(o)
+    elif isinstance(node, Opt):
+        yield from leaves(node.body)
+    else:
+        yield node
+
+
 def words(node: Node) -> Iterator[str]:
     """Every literal word of a phrase tree."""
-    if isinstance(node, Word):
-        yield node.text
-    elif isinstance(node, Seq | Alt):
-        for i in node.items if isinstance(node, Seq) else node.options:
-            yield from words(i)
-    elif isinstance(node, Opt):
-        yield from words(node.body)
+    return (leaf.text for leaf in leaves(node) if isinstance(leaf, Word))
 
 
 def refs(node: Node) -> Iterator[str]:
     """Every class a phrase tree refers to."""
-    if isinstance(node, Ref):
-        yield node.name
-    elif isinstance(node, Seq | Alt):
-        for i in node.items if isinstance(node, Seq) else node.options:
-            yield from refs(i)
-    elif isinstance(node, Opt):
-        yield from refs(node.body)
+    return (leaf.name for leaf in leaves(node) if isinstance(leaf, Ref))
 
 
 __all__ = [
@@ -243,4 +245,5 @@ __all__ = [
     "expand",
     "words",
     "refs",
+    "leaves",
 ]
