@@ -189,6 +189,23 @@ def decide(
     )
 
 
+def witness_refusal(unwitnessed: Sequence[tuple[ClaimResult, Any]], policy: Policy) -> str:
+    """One sentence naming each state asserted in words whose witness claim did not verify, from policy labels
+    and lexicon values only."""
+    parts: list[str] = []
+    for r, need in unwitnessed:
+        ent = policy.entities.get(r.entity)
+        fp = ent.fields.get(r.field) if ent else None
+        noun = (ent.label if ent is not None else None) or _words(r.entity)
+        what = (fp.label if fp is not None else None) or _words(r.field)
+        values = [v for e, w in need.options if e == r.entity for v in w.accepted]
+        said = f" is {' or '.join(_words(v) for v in values)}" if values else ""
+        text = f"sentence {need.sentence + 1} says the {noun}'s {what}{said}, and I could not verify that"
+        if text not in parts:
+            parts.append(text)
+    return "I have not given this answer because " + "; ".join(parts) + "."
+
+
 def lint_refusal(blocking: Sequence[Finding]) -> str:
     """One sentence naming why the wording was refused, from each code's refusal phrase, never from the template."""
     from guard.findings import CATALOGUE
@@ -203,4 +220,4 @@ def lint_refusal(blocking: Sequence[Finding]) -> str:
     return "I have not given this answer because " + "; ".join(parts) + "."
 
 
-__all__ = ["Action", "Decision", "decide", "lint_refusal", "refusal_sentence", "result_dict"]
+__all__ = ["Action", "Decision", "decide", "lint_refusal", "witness_refusal", "refusal_sentence", "result_dict"]

@@ -25,7 +25,8 @@ class Severity(str, Enum):
 
 @dataclass(frozen=True)
 class Example:
-    """A template for a rule's documentation and tests: ``claims`` (key to type) lints it as a payload."""
+    """A template for a rule's documentation and tests: ``claims`` (key to ``type`` or ``type = value``) lints it
+    as a payload."""
 
     template: str
     slot_types: Mapping[str, str] = field(default_factory=dict)

@@ -24,16 +24,17 @@ from typing import Any, Protocol
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from guard.decision import Action, Decision, decide, lint_refusal
+from guard.decision import Action, Decision, decide, lint_refusal, witness_refusal
 from guard.errors import ConfigError, OptionError, Problem
 from guard.findings import CATALOGUE, Finding, Severity
 from guard.linting import format as format_stage
 from guard.linting import registry
+from guard.linting import shapes as shape_stage
 from guard.linting.registry import Check, Mode, StageSetup
 from guard.linting.runner import LintContext, LintResult, run_stages
 from guard.observe.schema import ClaimEvent, DecisionEvent, PayloadEvent, claim_event, decision_event, payload_event
 from guard.payload import Limits, Payload, load_payload
-from guard.records.checker import check
+from guard.records.checker import Status, check
 from guard.records.policy import Policy, load_policy
 from guard.records.store import RecordStore
 from guard.records.types import to_json
@@ -100,7 +101,7 @@ class GateConfig(BaseModel):
         configuration mistake, never a gate that quietly runs without its sentence library.
         """
         if domain is not None:
-            from guard.shapes import list_domains
+            from guard.shapes.sentences import list_domains
 
             known_domains = list_domains(grammar_dir)
             if domain not in known_domains:
@@ -263,6 +264,21 @@ def _process(
             findings=tuple(findings),
         )
     results = check(p, policy, store, principal=principal, now=now)
+    witnessed = lint.measures.get("witnesses")
+    if witnessed:
+        unwitnessed = [
+            (r, witnessed[r.key]) for r in results if r.key in witnessed and r.status is not Status.CONFIRMED
+        ]
+        if unwitnessed:
+            return Decision(
+                Action.REFUSE,
+                request_id=request_id,
+                results=tuple(results),
+                message=witness_refusal(unwitnessed, policy),
+                unverified=tuple(r.key for r, _ in unwitnessed),
+                warnings=tuple(warnings),
+                findings=tuple(findings),
+            )
     return decide(p, results, policy, warnings=warnings, request_id=request_id, findings=findings)
 
 
@@ -487,7 +503,9 @@ class Guard:
     def lint(self, payload: Payload | str | bytes | dict[str, Any]) -> LintResult:
         """The gate's stages on a payload's template, with slot types from its claims."""
         p = load_payload(payload, self.limits)  # a Payload built directly has skipped the slot and key checks
-        return self.lint_template(p.answer_template, {c.key: c.type.value for c in p.claims}, p)
+        return shape_stage.bind(
+            self.lint_template(p.answer_template, {c.key: c.type.value for c in p.claims}, p), p.claims
+        )
 
     def run(
         self,
@@ -503,7 +521,9 @@ class Guard:
         """
         t0 = time.perf_counter()
         p = load_payload(payload, self.limits)
-        lint = self.lint_template(p.answer_template, {c.key: c.type.value for c in p.claims}, p)
+        lint = shape_stage.bind(
+            self.lint_template(p.answer_template, {c.key: c.type.value for c in p.claims}, p), p.claims
+        )
         decision = _process(
             p,
             lint,

@@ -100,8 +100,8 @@ def format_text(reports: Sequence[FileReport]) -> str:
             out.extend(_context(r.source, f.start, f.end))
             near = f.data.get("nearest") or []
             if near:
-                out.append("    nearest approved shapes:")
-                out.extend(f"      {n['text']}    ({n['shape']})" for n in near)
+                out.append("    nearest approved wording:")
+                out.extend(f"      {n}" for n in near)
     c = counts(reports)
     summary = (
         f"{_plural(c['files'], 'file')} checked: {_plural(c['findings'], 'finding')} "
@@ -183,7 +183,7 @@ def sarif(reports: Sequence[FileReport]) -> dict[str, Any]:
             text = f.message
             near = f.data.get("nearest") or []
             if near:
-                text += " Nearest approved shapes: " + " | ".join(n["text"] for n in near)
+                text += " Nearest approved wording: " + " | ".join(near)
             results.append(
                 {
                     "ruleId": f.code,

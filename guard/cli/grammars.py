@@ -1,4 +1,4 @@
-"""``guard grammars list|show|export``: the approved-shape libraries, for authors and decoding engines."""
+"""``guard grammars list|show|export``: the sentence libraries, for template authors and decoding engines."""
 
 from __future__ import annotations
 
@@ -12,20 +12,21 @@ import typer
 from guard.cli import exitcodes
 from guard.errors import GuardError
 
-grammars_app = typer.Typer(help="List, show and export the approved sentence shape grammars.", no_args_is_help=True)
+grammars_app = typer.Typer(help="List, show and export the domains' sentence libraries.", no_args_is_help=True)
 
-GRAMMAR_DIR = typer.Option(None, "--grammar-dir", help="Directory with your own <domain>.lark files.")
+GRAMMAR_DIR = typer.Option(None, "--grammar-dir", help="Directory with your own <domain>.yaml lexicons.")
 
 
 @grammars_app.command("list")
 def list_cmd(grammar_dir: Path | None = GRAMMAR_DIR) -> None:
-    """Every domain with its number of shapes and the file it comes from."""
-    from guard.shapes import list_domains, load_grammar
+    """Every domain with its entities and the lexicon it comes from."""
+    from guard.shapes import list_domains, load_domain
 
     with _errors():
         for name, path in list_domains(grammar_dir).items():
-            g = load_grammar(name, grammar_dir=grammar_dir)
-            typer.echo(f"{name:<16} {len(g.shapes):>3} shapes  {path}")
+            lib = load_domain(name, grammar_dir)
+            entities = ", ".join(lib.compiled.entities)
+            typer.echo(f"{name:<16} {entities:<40} {path}")
 
 
 @grammars_app.command("show")
@@ -34,41 +35,39 @@ def show_cmd(
     grammar_dir: Path | None = GRAMMAR_DIR,
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
 ) -> None:
-    """Every approved shape of DOMAIN as readable text, with slot types in braces."""
-    from guard.shapes import load_grammar, shape_text
+    """DOMAIN's approved sentences as readable patterns: how sentences compose, and each class's phrases."""
+    from guard.shapes import load_domain
+    from guard.shapes.show import describe, render
 
-    with _errors():
-        g = load_grammar(domain, grammar_dir=grammar_dir)
-        shapes = {name: shape_text(s) for name, s in g.shapes.items()}
-    if fmt == "json":
-        sys.stdout.write(json.dumps({"domain": domain, "shapes": shapes}, indent=2) + "\n")
-    elif fmt == "text":
-        width = max(map(len, shapes))
-        for name, text in shapes.items():
-            typer.echo(f"{name:<{width}}  {text}")
-    else:
+    if fmt not in ("text", "json"):
         _fail(f"--format must be text or json, not {fmt!r}")
+    with _errors():
+        info = describe(load_domain(domain, grammar_dir))
+    if fmt == "json":
+        sys.stdout.write(json.dumps(info, indent=2) + "\n")
+    else:
+        sys.stdout.write(render(info))
 
 
 @grammars_app.command("export")
 def export_cmd(
     domain: str = typer.Argument(..., help="Domain name."),
-    fmt: str = typer.Option("lark", "--format", "-f", help="lark (llguidance subset) or regex."),
+    fmt: str = typer.Option("lark", "--format", "-f", help="lark (llguidance subset) or regex (small domains only)."),
     slot_type: list[str] = typer.Option(
         [], "--slot-type", "-s", help="NAME=TYPE: only these slot names, typed (repeatable; default any {name})."
     ),
     grammar_dir: Path | None = GRAMMAR_DIR,
     output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
 ) -> None:
-    """DOMAIN as a grammar for constrained decoding: llguidance Lark or one regular expression."""
+    """DOMAIN as a grammar for constrained decoding: llguidance Lark, or one regular expression."""
     from guard.linting import parse_slot_types
-    from guard.shapes import export, load_grammar
+    from guard.shapes import export, load_domain
 
     with _errors():
         names: dict[str, list[str]] = {}
         for name, kind in parse_slot_types(slot_type).items():
             names.setdefault(kind, []).append(name)
-        text = export(load_grammar(domain, grammar_dir=grammar_dir), fmt, names or None)
+        text = export(load_domain(domain, grammar_dir), fmt, names or None)
     if output is not None:
         output.write_text(text, encoding="utf-8")
     else:

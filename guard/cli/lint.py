@@ -24,7 +24,9 @@ def lint_cmd(
         [], "--slot-type", "-s", help="NAME=TYPE for a template's slot (repeatable; beats the .slots.yaml sidecar)."
     ),
     grammar_dir: Path | None = typer.Option(
-        None, "--grammar-dir", help="Directory with your own <domain>.lark files (may %import core)."
+        None,
+        "--grammar-dir",
+        help="Directory with your own <domain>.yaml lexicons (and core.yaml or compose.lark to override guard's).",
     ),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here, not stdout."),
     freetext: bool | None = typer.Option(
@@ -40,13 +42,13 @@ def lint_cmd(
     """Lint templates: exit 0 when clean, 1 on findings, 2 on usage or input errors."""
     from guard.linting import default_stages, find_templates, lint_file, parse_slot_types
     from guard.linting.ratio import RatioThresholds
-    from guard.shapes import load_grammar
+    from guard.shapes.sentences import load_domain
 
     if fmt not in FORMATS:
         _fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     try:
         types = parse_slot_types(slot_type)
-        load_grammar(domain, grammar_dir=grammar_dir)
+        load_domain(domain, grammar_dir)
         classifier = None
         if model is not None and freetext is not False:
             from guard.linting.freetext import load_classifier

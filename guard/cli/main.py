@@ -25,6 +25,7 @@ COMMANDS = [
     "guard.cli.monitor",
     "guard.cli.lint",
     "guard.cli.grammars",
+    "guard.cli.shapes",
     "guard.cli.train",
     "guard.cli.classify",
     "guard.cli.rules",

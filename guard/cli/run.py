@@ -17,7 +17,9 @@ def run_cmd(
     principal: str | None = typer.Option(None, "--principal", help="Caller's id for row-level scope."),
     now: str | None = typer.Option(None, "--now", help="Evaluate freshness at this ISO time."),
     config: str | None = typer.Option(None, "--config", help="Gate config YAML (stages per domain)."),
-    grammar_dir: str | None = typer.Option(None, "--grammar-dir", help="Directory of extra .lark domains."),
+    grammar_dir: str | None = typer.Option(
+        None, "--grammar-dir", help="Directory with your own <domain>.yaml lexicons."
+    ),
     log: str | None = typer.Option(None, "--log", help="Append the result to this JSON Lines log."),
 ) -> None:
     """Run the gate on PAYLOAD and print the decision with its lint findings (exit 0 for any decision)."""

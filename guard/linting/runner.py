@@ -132,9 +132,11 @@ def lint_payload(
 
         chosen = list(stages if stages is not None else base_stages())
         return run_stages(ctx, chosen[:1] + [("claims", unclaimed)] + chosen[1:])
+    from guard.linting.shapes import bind
+
     types = {c.key: c.type.value for c in p.claims}
     ctx = LintContext(p.answer_template, domain, types, grammar_dir, payload=p)
-    return run_stages(ctx, stages)
+    return bind(run_stages(ctx, stages), p.claims)
 
 
 def _lenient(payload: Any) -> tuple[str | None, dict[str, str]]:

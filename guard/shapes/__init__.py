@@ -1,21 +1,24 @@
-"""Approved sentence shapes: grammar libraries, the shape validator and exports for constrained decoding."""
+"""Approved sentences: lexicon libraries compiled to strict LALR(1) grammars, the sentence check that binds
+slots to fields and prose states to their witnesses, and exports for constrained decoding."""
 
+from guard.shapes.check import Bindings, Need, SentenceResult, ShapeReport, SlotUse, bind, check_template
 from guard.shapes.export import export, to_lark, to_regex
-from guard.shapes.library import Grammar, Shape, list_domains, load_grammar
-from guard.shapes.shapes import shape_text
+from guard.shapes.sentences import Library, list_domains, load_domain, load_library
 from guard.shapes.text import split_sentences
-from guard.shapes.validate import SentenceResult, ShapeReport, validate_template
 
 __all__ = [
-    "Grammar",
-    "Shape",
-    "load_grammar",
+    "Library",
+    "load_domain",
+    "load_library",
     "list_domains",
-    "validate_template",
+    "check_template",
+    "bind",
+    "Bindings",
+    "Need",
+    "SlotUse",
     "SentenceResult",
     "ShapeReport",
     "split_sentences",
-    "shape_text",
     "export",
     "to_lark",
     "to_regex",

@@ -1,173 +1,213 @@
-"""Export a domain's approved shapes for constrained decoding: a regular expression or llguidance Lark.
+"""Export a domain's sentence library for constrained decoding: llguidance Lark, or a regular expression while
+the language is small.
 
-Both exports accept whole answer templates: sentences joined by one space (or
-line breaks), a comma-ended line (a greeting) followed by a line break, and
-slots written as ``{name}``. By default any slot name is allowed where a slot
-goes, since a slot's type comes from its claim; pass ``slot_names`` (type to
+Both exports read whole answer templates as lint does: words in any case, straight or curly apostrophes,
+slots written ``{name}`` (optionally in quotes), units separated by spaces or line breaks. By default any slot
+name is allowed where a slot goes, since a slot's type comes from its claim; pass ``slot_names`` (type to
 names) to pin the names each type may use.
 
-The Lark output stays inside the subset llguidance accepts: no ``%import``,
-no terminal priorities, no lookaround in regular expressions.
+The Lark export is the compiled grammar itself, expanded: no templates, imports or priorities, so it stays in
+the subset llguidance reads. What the grammar cannot say is left to lint after decoding: which field a slot
+shows (S206), whether subject and predicate agree (S207) and witnesses (S205/S208).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
+from itertools import product
 
 import regex
 
 from guard.errors import GrammarError
-from guard.shapes.library import SLOT_TERMINALS, SLOT_TYPES, Grammar, Shape
-from guard.shapes.shapes import Tok, factor, mark, render
+from guard.shapes.compiler import SLOT_TERMINALS
+from guard.shapes.phrases import SLOT_TYPES
+from guard.shapes.sentences import Library
 
 ANY_SLOT = r"\{[A-Za-z_][A-Za-z0-9_]*\}"
 FORMATS = ("lark", "regex")
+MAX_REGEX_SENTENCES = 4096
+"""The regex export lists the language: beyond this many sentences it is refused (use the Lark export)."""
+NEVER_PATTERN = r"\x00"
+"""What a terminal nobody may write matches in an export (a NUL character no template contains)."""
 _META = frozenset(".^$*+?{}[]\\|()")
+_LITERAL = regex.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/(?:[^/\\\n]|\\.)+/[imslux]*')
+_TERMINAL_DEF = regex.compile(r"^([A-Z][A-Z0-9_]*)\s*:")
+_HEAD = regex.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*:")
 
 
 def slot_patterns(slot_names: Mapping[str, Sequence[str]] | None = None) -> dict[str, str]:
-    """The regular expression each slot type stands for in an export."""
-    out: dict[str, str] = {}
-    slot_names = dict(slot_names or {})
-    for t in slot_names:
+    """The regular expression each slot type stands for in an export (absent: that type cannot be written)."""
+    names_by_type = dict(slot_names or {})
+    for t in names_by_type:
         if t not in SLOT_TYPES:
             raise GrammarError(f"unknown slot type {t!r}; use one of {', '.join(SLOT_TYPES)}")
+    out: dict[str, str] = {}
     for t in SLOT_TYPES:
-        names = sorted(set(slot_names.get(t, ())))
+        names = sorted(set(names_by_type.get(t, ())))
         if names:
             out[t] = r"\{(?:" + "|".join(regex.escape(n) for n in names) + r")\}"
-        elif not slot_names:
+        elif not names_by_type:
             out[t] = ANY_SLOT
     return out
 
 
-def _usable(grammar: Grammar, slots: Mapping[str, str]) -> list[Shape]:
-    """Shapes restricted to the variants whose slot types have names to write."""
-    out = []
-    for sh in grammar.shapes.values():
-        vs = tuple(v for v in sh.variants if all(s[0] != "slot" or s[1] in slots for s in v))
-        if vs:
-            out.append(Shape(sh.name, vs))
-    if not out:
-        raise GrammarError(f"no shape of domain {grammar.domain!r} can be written with the given slot names")
-    return out
+def _quoted_slot(pattern: str) -> str:
+    """A slot as lint reads it: bare, or in straight or curly quotes of the same kind."""
+    return f"(?:{pattern}|\"{pattern}\"|'{pattern}'|\u201c{pattern}\u201d|\u2018{pattern}\u2019)"
 
 
-def _split(shapes: list[Shape]) -> tuple[list[Shape], list[Shape]]:
-    return [s for s in shapes if s.ending == "stop"], [s for s in shapes if s.ending == "comma"]
+def _word_pattern(word: str) -> str:
+    """A lower-case word as people type it: any case; an apostrophe straight or curly."""
+    body = "".join("['\u2019]" if c == "'" else ("\\" + c if c in _META else c) for c in word)
+    return f"/{body}/i"
 
 
-def _re_escape(text: str) -> str:
-    """Escape only regex metacharacters, so the pattern reads plainly in any engine."""
-    return "".join("\\" + c if c in _META else c for c in text)
+def _is_word(text: str) -> bool:
+    return text[:1].isalnum() or text == "'s"
 
 
-def _lead(t: Tok) -> str:
-    return "" if t.first or t.sym[0] == "punct" else " "
+def to_lark(library: Library, slot_names: Mapping[str, Sequence[str]] | None = None) -> str:
+    """A self-contained Lark grammar in the llguidance subset accepting the domain's templates.
 
-
-def sentence_regex(shapes: Sequence[Shape], slots: Mapping[str, str]) -> str:
-    """One alternation over every variant of ``shapes``, factored so shared beginnings are shared."""
-    tree = factor([m for s in shapes for m in mark(s.variants, first=True)])
-
-    def tok(t: Tok) -> str:
-        lead = _lead(t)
-        if t.sym[0] == "slot":
-            return lead + slots[t.sym[1]]
-        return _re_escape(lead + t.sym[1])
-
-    return render(tree, tok, lambda xs: "(?:" + "|".join(xs) + ")", lambda x: "(?:" + x + ")?", "".join)
-
-
-def to_regex(grammar: Grammar, slot_names: Mapping[str, Sequence[str]] | None = None) -> str:
-    """A regular expression (no lookaround, so RE2-style engines take it too) for whole answers.
-
-    Use with ``fullmatch``; it encodes the same spacing and sentence-joining
-    rules as :func:`guard.shapes.validate`.
+    Units follow one another as lint splits them: on a new line, or on the same line after a unit that ends
+    with . ! or ? (a ``*_stop`` copy of each rule whose end mark is optional).
     """
     slots = slot_patterns(slot_names)
-    stop, comma = _split(_usable(grammar, slots))
-    if not stop:
-        return f"(?:{sentence_regex(comma, slots)}\\n+)*{sentence_regex(comma, slots)}"
-    s = sentence_regex(stop, slots)
-    if not comma:
-        return f"(?:{s})(?:(?: |\\n+)(?:{s}))*"
-    c = sentence_regex(comma, slots)
-    return f"(?:(?:{s})(?: |\\n+)|(?:{c})\\n+)*(?:{s}|{c})"
-
-
-def _lark_str(text: str) -> str:
-    return json.dumps(text)
-
-
-def to_lark(grammar: Grammar, slot_names: Mapping[str, Sequence[str]] | None = None) -> str:
-    """A self-contained Lark grammar in the llguidance subset (one rule per shape, core inlined).
-
-    Every word is its own lexeme carrying its leading space (``" order"``) and
-    a slot terminal carries its space too (``SLOT_SP``), so no lexeme is a
-    prefix of another that could follow at the same point: a greedy lexer such
-    as llguidance's cannot split the text the wrong way.
-    """
-    slots = slot_patterns(slot_names)
-    shapes = _usable(grammar, slots)
-    used = sorted({sym[1] for sh in shapes for v in sh.variants for sym in v if sym[0] == "slot"})
-    by_pattern: dict[str, list[str]] = {}
-    for t in used:
-        by_pattern.setdefault(slots[t], []).append(t)
-    term_of: dict[str, str] = {}
-    patterns: dict[str, str] = {}
-    for pattern, types in by_pattern.items():
-        name = "SLOT" if len(by_pattern) == 1 else SLOT_TERMINALS[types[0]]
-        for t in types:
-            term_of[t] = name
-        patterns[name] = pattern
-    needed: set[str] = set()
-
-    def tok(t: Tok) -> str:
-        lead = _lead(t)
-        if t.sym[0] == "slot":
-            name = term_of[t.sym[1]] + ("_SP" if lead else "")
-            needed.add(name)
-            return name
-        return _lark_str(lead + t.sym[1])
-
-    lines = [
-        f"// Approved sentence shapes of guard domain {grammar.domain!r}, for constrained decoding.",
-        "// Generated by `guard grammars export`; llguidance Lark subset (no imports, priorities or lookaround).",
+    out = [
+        f"// The approved sentences of guard domain {library.domain!r}, for constrained decoding.",
+        "// Generated by `guard grammars export`; llguidance Lark subset (no imports, templates or priorities).",
+        "// Slot fields, subject agreement and witnesses are checked by `guard lint` after decoding.",
         "",
+        "start: line (NL line)*",
+        "line: stop_unit* unit",
     ]
-    stop, comma = _split(shapes)
-    unit = (["stop_sentence SEP"] if stop else []) + (["comma_sentence NL"] if comma else [])
-    last = (["stop_sentence"] if stop else []) + (["comma_sentence"] if comma else [])
-    lines.append(f"start: ({' | '.join(unit)})* ({' | '.join(last)})")
-    if stop:
-        lines.append("stop_sentence: " + " | ".join(s.name for s in stop))
-    if comma:
-        lines.append("comma_sentence: " + " | ".join(s.name for s in comma))
-    lines.append("")
-    for sh in shapes:
-        tree = factor(mark(sh.variants, first=True))
-        body = render(tree, tok, lambda xs: "(" + " | ".join(xs) + ")", lambda x: "(" + x + ")?", " ".join)
-        lines.append(f"{sh.name}: {body}")
-    lines.append("")
-    if stop:
-        lines.append('SEP: " " | /\\n+/')
-    if comma:
-        lines.append("NL: /\\n+/")
-    for name in sorted(needed):
-        base = name.removesuffix("_SP")
-        lines.append(f"{name}: /{' ' if name.endswith('_SP') else ''}{patterns[base]}/")
-    return "\n".join(lines) + "\n"
+    stops: list[str] = []
+    for name, body in _rules(library.compiled.source):
+        m = _TERMINAL_DEF.match(name + ":")
+        if m is not None:
+            slot_type = next((t for t, term in SLOT_TERMINALS.items() if term == name), None)
+            pattern = _quoted_slot(slots[slot_type]) if slot_type in slots else NEVER_PATTERN
+            out.append(f"{name}: /{pattern}/")
+            continue
+        if name == "start":
+            continue
+        out.append(f"{name}: {body}")
+        if "[end]" in body:
+            out.append(f"{name}_stop: {body.replace('[end]', 'end')}")
+            stops.append(f"{name}_stop")
+    stops.append('greet "!"')
+    out += [f"stop_unit: {' | '.join(stops)}", "NL: /[ \\t]*\\n[ \\t\\n]*/", "%ignore /[ \\t]+/"]
+    return "\n".join(out) + "\n"
 
 
-def export(grammar: Grammar, fmt: str, slot_names: Mapping[str, Sequence[str]] | None = None) -> str:
-    """DOMAIN's grammar in FORMAT (``lark`` for llguidance, ``regex``), as ``guard grammars export`` prints it."""
+def _rules(source: str) -> list[tuple[str, str]]:
+    """(name, body) of every rule and terminal of a generated grammar, comments dropped, words rewritten."""
+    rules: list[tuple[str, str]] = []
+    for raw in source.splitlines():
+        line = _LITERAL.sub(_rewrite, raw).rstrip()
+        if not line.strip():
+            continue
+        head = _HEAD.match(line)
+        if head is not None:
+            rules.append((head.group(1), line[head.end() :].strip()))
+        elif rules:
+            name, body = rules[-1]
+            rules[-1] = (name, f"{body} {line.strip()}")
+    return rules
+
+
+def _rewrite(m: regex.Match[str]) -> str:
+    lit = m.group()
+    if lit.startswith("//"):
+        return ""
+    if not lit.startswith('"'):
+        return lit
+    text = lit[1:-1]
+    if text.startswith("<"):
+        return lit
+    return _word_pattern(text) if _is_word(text) else lit
+
+
+def sentence_count(library: Library, limit: int) -> int:
+    """How many token sequences the library accepts, counted up to ``limit`` (more: ``limit + 1``)."""
+    rules: dict[str, list[tuple[object, ...]]] = {}
+    for r in library.lark.rules:
+        rules.setdefault(r.origin.name, []).append(tuple(r.expansion))
+    memo: dict[str, int] = {}
+
+    def count(name: str) -> int:
+        if name not in memo:
+            total = 0
+            for exp in rules[name]:
+                n = 1
+                for sym in exp:
+                    n = min(n * (1 if sym.is_term else count(sym.name)), limit + 1)  # type: ignore[attr-defined]
+                total = min(total + n, limit + 1)
+            memo[name] = total
+        return memo[name]
+
+    return count("start")
+
+
+def to_regex(library: Library, slot_names: Mapping[str, Sequence[str]] | None = None) -> str:
+    """One regular expression (no lookaround) for whole answers, while the language has at most
+    :data:`MAX_REGEX_SENTENCES` sentences; a GrammarError pointing to the Lark export beyond that."""
+    n = sentence_count(library, MAX_REGEX_SENTENCES)
+    if n > MAX_REGEX_SENTENCES:
+        raise GrammarError(
+            f"domain {library.domain!r} has more than {MAX_REGEX_SENTENCES} approved sentences, too many for one "
+            "regular expression; export it with --format lark (llguidance reads it)",
+            location=library.domain,
+        )
+    slots = slot_patterns(slot_names)
+    rules: dict[str, list[tuple[object, ...]]] = {}
+    for r in library.lark.rules:
+        rules.setdefault(r.origin.name, []).append(tuple(r.expansion))
+    memo: dict[str, list[tuple[str, ...]]] = {}
+
+    def seqs(name: str) -> list[tuple[str, ...]]:
+        if name not in memo:
+            found: list[tuple[str, ...]] = []
+            for exp in rules[name]:
+                parts = [[(sym.name,)] if sym.is_term else seqs(sym.name) for sym in exp]  # type: ignore[attr-defined]
+                found.extend(tuple(t for piece in combo for t in piece) for combo in product(*parts))
+            memo[name] = list(dict.fromkeys(found))
+        return memo[name]
+
+    types = {term: t for t, term in SLOT_TERMINALS.items()}
+    alts = []
+    for seq in seqs("start"):
+        pieces = []
+        for i, term in enumerate(seq):
+            if term in types:
+                if types[term] not in slots:
+                    break
+                pieces.append(("" if i == 0 else "[ \\t]+") + _quoted_slot(slots[types[term]]))
+                continue
+            text = library.spelling.get(term)
+            if text is None:
+                break
+            if _is_word(text):
+                word = "".join("['\u2019]" if c == "'" else ("\\" + c if c in _META else c) for c in text)
+                lead = "" if i == 0 else ("[ \\t]*" if text == "'s" else "[ \\t]+")
+                pieces.append(f"{lead}(?i:{word})")
+            else:
+                pieces.append("[ \\t]*" + ("\\" + text if text in _META else text))
+        else:
+            alts.append("".join(pieces))
+    if not alts:
+        raise GrammarError(f"no sentence of domain {library.domain!r} can be written with the given slot names")
+    unit = "(?:" + "|".join(sorted(set(alts))) + ")"
+    return f"[ \\t\\n]*{unit}(?:[ \\t\\n]+{unit})*[ \\t\\n]*"
+
+
+def export(library: Library, fmt: str, slot_names: Mapping[str, Sequence[str]] | None = None) -> str:
+    """DOMAIN's library in FORMAT (``lark`` for llguidance, ``regex``), as ``guard grammars export`` prints it."""
     if fmt == "regex":
-        return to_regex(grammar, slot_names) + "\n"
+        return to_regex(library, slot_names) + "\n"
     if fmt == "lark":
-        return to_lark(grammar, slot_names)
+        return to_lark(library, slot_names)
     raise GrammarError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
-__all__ = ["to_regex", "to_lark", "export", "slot_patterns", "sentence_regex", "ANY_SLOT", "FORMATS"]
+__all__ = ["to_regex", "to_lark", "export", "slot_patterns", "sentence_count", "ANY_SLOT", "FORMATS"]

@@ -1,10 +1,6 @@
-"""The compositional sentence library (issue 15, in progress): a domain's lexicon compiled to one strict
-LALR(1) Lark parser, and the lexer that turns one template line into its tokens.
-
-Not yet wired into the shape stage: :mod:`guard.shapes.library` still serves the
-shipped ``<domain>.lark`` libraries. This module is what replaces it; its data is
-in ``grammars/lexicons/``.
-"""
+"""A domain's sentence library: its lexicon compiled to one strict LALR(1) Lark parser (cached on disk), the
+lexer that turns one template unit into tokens, and where domains are found (a user's grammar directories
+first, ``grammars/lexicons/`` last)."""
 
 from __future__ import annotations
 
@@ -12,6 +8,7 @@ import hashlib
 import os
 import tempfile
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,16 +16,37 @@ from typing import Any
 import lark
 import regex
 from lark import Token
+from lark.lexer import Lexer
 
 from guard._resources import data_path
 from guard.errors import GrammarError
 from guard.shapes.compiler import SLOT_TERMINALS, Compiled, compile_files
-from guard.shapes.library import _TokenListLexer
 
-_WORD = regex.compile(r"'s\b|[a-z0-9]+(?:'(?!s\b)[a-z0-9]+|-[a-z0-9]+)*")
+_WORD = regex.compile(r"'[sS]\b|[A-Za-z0-9]+(?:'(?![sS]\b)[A-Za-z0-9]+|-[A-Za-z0-9]+)*")
 _PUNCT = frozenset(",.;:!?#()/&-")
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
 _SLOT = regex.compile(r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1')
+_FAST = regex.compile(
+    r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1'
+    r"|('[sS]\b|[A-Za-z0-9]+(?:'(?![sS]\b)[A-Za-z0-9]+|-[A-Za-z0-9]+)*)"
+    r"|(\S)"
+)
+""":func:`tokens` in one pass of one expression (slot | word | any other visible character), for
+:meth:`Library.lark_tokens`; tests/shapes/test_lexicon.py checks they agree."""
+
+
+STARTS = ("start", "subject", "greet")
+"""Rules the parser can start from: whole units, and for ``guard shapes suggest`` a subject or a greeting."""
+
+
+class _TokenListLexer(Lexer):
+    """Lark lexer for input guard has already tokenised (a list of ``lark.Token``)."""
+
+    def __init__(self, conf: Any) -> None:
+        self.conf = conf
+
+    def lex(self, data: Any) -> Any:  # type: ignore[override]
+        return iter(data)
 
 
 @dataclass(frozen=True)
@@ -57,9 +75,9 @@ def tokens(text: str) -> list[Tok]:
             out.append(Tok("slot", m.group(2), m.start(2) - 1, m.end(2) + 1))
             i = m.end()
             continue
-        m = _WORD.match(norm.lower(), i)
+        m = _WORD.match(norm, i)
         if m:
-            out.append(Tok("word", m.group(), i, m.end()))
+            out.append(Tok("word", m.group().lower(), i, m.end()))
             i = m.end()
             continue
         out.append(Tok("punct" if ch in _PUNCT else "other", ch, i, i + 1))
@@ -70,33 +88,46 @@ def tokens(text: str) -> list[Tok]:
 class Library:
     """A domain's compiled sentence library."""
 
-    def __init__(self, compiled: Compiled, parser: lark.Lark) -> None:
+    def __init__(self, compiled: Compiled, parser: lark.Lark, files: tuple[Path, ...] = ()) -> None:
         self.compiled = compiled
         self.lark = parser
+        self.files = files
+        """The domain lexicon, core.yaml and compose.lark it was built from."""
         self.vocabulary: dict[str, str] = {}
+        """Word or punctuation mark to its Lark terminal."""
         for t in parser.terminals:
             if t.name.endswith("_SLOT") or t.name.startswith("NEVER"):
                 continue
             self.vocabulary[str(t.pattern.value)] = t.name
+        self.spelling = {v: k for k, v in self.vocabulary.items()}
+        """Lark terminal to its word or punctuation mark."""
 
     @property
     def domain(self) -> str:
         return self.compiled.domain
 
-    def lark_tokens(self, text: str, slot_types: dict[str, str]) -> list[Token]:
+    def lark_tokens(self, text: str, slot_types: Mapping[str, str]) -> list[Token]:
+        """The Lark tokens of one unit (:func:`tokens`, typed: a slot by its claim type, a word by the
+        terminal that spells it; UNKNOWN_WORD, OTHER and UNTYPED_SLOT are accepted nowhere)."""
+        vocabulary = self.vocabulary
         out = []
-        for t in tokens(text):
-            if t.kind == "slot":
-                kind = SLOT_TERMINALS.get(slot_types.get(t.text, ""), "UNTYPED_SLOT")
+        for m in _FAST.finditer(text.translate(_QUOTES)):
+            name, word, other = m.group(2, 3, 4)
+            if name is not None:
+                kind = SLOT_TERMINALS.get(slot_types.get(name, ""), "UNTYPED_SLOT")
+                out.append(Token(kind, name, start_pos=m.start(2) - 1, end_pos=m.end(2) + 1))
+            elif word is not None:
+                word = word.lower()
+                out.append(Token(vocabulary.get(word, "UNKNOWN_WORD"), word, start_pos=m.start(), end_pos=m.end()))
             else:
-                kind = self.vocabulary.get(t.text, "UNKNOWN_WORD")
-            out.append(Token(kind, t.text, start_pos=t.start, end_pos=t.end))
+                kind = vocabulary.get(other, "UNKNOWN_WORD") if other in _PUNCT else "OTHER"
+                out.append(Token(kind, other, start_pos=m.start(), end_pos=m.end()))
         return out
 
     def parse(self, text: str, slot_types: dict[str, str]) -> lark.Tree[Any] | None:
         """The parse tree of one line, or None when it is not approved wording."""
         try:
-            return self.lark.parse(self.lark_tokens(text, slot_types))
+            return self.lark.parse(self.lark_tokens(text, slot_types), start="start")
         except lark.exceptions.LarkError:
             return None
 
@@ -114,18 +145,30 @@ def _cache_dir() -> Path:
     return path
 
 
+def shipped_lexicons() -> Path:
+    """guard's shipped lexicons."""
+    return data_path("grammars") / "lexicons"
+
+
+def _beside(base: Path, name: str) -> Path:
+    """``name`` from ``base`` when the directory has its own, else guard's shipped one."""
+    own = base / name
+    return own if own.is_file() else shipped_lexicons() / name
+
+
 def load_library(domain: str, lexicon_dir: Path | None = None) -> Library:
-    """A domain's library from ``lexicon_dir`` (default: guard's ``grammars/lexicons``).
+    """A domain's library from ``<lexicon_dir>/<domain>.yaml`` (default: guard's ``grammars/lexicons``), with
+    that directory's ``core.yaml`` and ``compose.lark`` where it has them and guard's otherwise.
 
     The Lark tables are cached on disk by the digest of the generated grammar, so only the first load after a
     lexicon change pays for the LALR construction.
     """
-    base = lexicon_dir or data_path("grammars") / "lexicons"
+    base = lexicon_dir or shipped_lexicons()
     path = base / f"{domain}.yaml"
     if not path.is_file():
-        known = sorted(p.stem for p in base.glob("*.yaml") if p.stem != "core")
+        known = sorted(p.stem for p in base.glob("*.yaml") if p.stem != "core" and "." not in p.stem)
         raise GrammarError(f"unknown domain {domain!r}; known domains: {', '.join(known)}", location=domain)
-    files = (path, base / "core.yaml", base / "compose.lark")
+    files = (path, _beside(base, "core.yaml"), _beside(base, "compose.lark"))
     stamp = (domain, *(_stat(f) for f in files))
     hit = _STAMPED.get(stamp)
     if hit is not None:
@@ -135,6 +178,8 @@ def load_library(domain: str, lexicon_dir: Path | None = None) -> Library:
     with _LOCK:
         hit = _LOADED.get(key)
         if hit is not None:
+            if hit.files != files:
+                hit = Library(hit.compiled, hit.lark, files)
             _STAMPED[stamp] = hit
             return hit
         cache = _cache_dir() / f"{domain}-{compiled.digest[:16]}-{_lark_version()}.lark-cache"
@@ -145,7 +190,7 @@ def load_library(domain: str, lexicon_dir: Path | None = None) -> Library:
                 lexer=_TokenListLexer,
                 strict=True,
                 maybe_placeholders=False,
-                start="start",
+                start=list(STARTS),
                 cache=str(cache),
             )
         except lark.exceptions.LarkError as exc:
@@ -160,7 +205,7 @@ def load_library(domain: str, lexicon_dir: Path | None = None) -> Library:
                 raise GrammarError(f"{path.name} could not be compiled: {first}", location=str(path)) from None
             detail = "; ".join(map(str, found))
             raise GrammarError(f"{path.name} is not LALR(1): {detail}", location=str(path)) from None
-        lib = Library(compiled, parser)
+        lib = Library(compiled, parser, files)
         _LOADED[key] = lib
         _STAMPED[stamp] = lib
         return lib
@@ -178,4 +223,58 @@ def _lark_version() -> str:
     return hashlib.sha256(lark.__version__.encode()).hexdigest()[:8]
 
 
-__all__ = ["Tok", "tokens", "Library", "load_library"]
+def grammar_dirs(grammar_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None) -> list[Path]:
+    """Directories searched for lexicons: the user's first, guard's shipped lexicons last."""
+    dirs: list[Path] = []
+    if grammar_dir is not None:
+        items = [grammar_dir] if isinstance(grammar_dir, (str, os.PathLike)) else list(grammar_dir)
+        for d in items:
+            p = Path(d)
+            if not p.is_dir():
+                raise GrammarError(f"grammar directory {str(p)!r} does not exist", location=str(p))
+            dirs.append(p.resolve())
+    dirs.append(shipped_lexicons())
+    return dirs
+
+
+_SHARED = ("core", "compose")
+
+
+def list_domains(grammar_dir: Any = None) -> dict[str, Path]:
+    """Every domain found, name to lexicon file; a user's domain hides a shipped one of the same name."""
+    found: dict[str, Path] = {}
+    for d in grammar_dirs(grammar_dir):
+        for f in sorted(d.glob("*.yaml")):
+            if f.stem not in _SHARED and "." not in f.stem and f.stem not in found:
+                found[f.stem] = f
+    return found
+
+
+def load_domain(domain: str, grammar_dir: Any = None) -> Library:
+    """The sentence library of ``domain`` from the user's grammar directories or guard's lexicons.
+
+    A hand-written ``<domain>.lark`` (the format before lexicons) is an error, never silently skipped.
+    """
+    for d in grammar_dirs(grammar_dir):
+        if (d / f"{domain}.yaml").is_file():
+            return load_library(domain, d)
+        if (d / f"{domain}.lark").is_file():
+            raise GrammarError(
+                f"{d / (domain + '.lark')}: hand-written .lark sentence libraries are no longer read; write the "
+                f"domain as a lexicon, {domain}.yaml (see grammars/lexicons/README.md)",
+                location=str(d / f"{domain}.lark"),
+            )
+    known = ", ".join(sorted(list_domains(grammar_dir))) or "none"
+    raise GrammarError(f"unknown domain {domain!r}; known domains: {known}", location=domain)
+
+
+__all__ = [
+    "Tok",
+    "tokens",
+    "Library",
+    "load_library",
+    "load_domain",
+    "list_domains",
+    "grammar_dirs",
+    "shipped_lexicons",
+]

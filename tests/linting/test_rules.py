@@ -18,10 +18,10 @@ def _codes(ex: Example, stages) -> list[str]:
     if ex.claims is None:
         result = lint(ex.template, domain=ex.domain, slot_types=dict(ex.slot_types), stages=stages)
     else:
-        claims = [
-            {"key": k, "type": t, "entity": "order", "entity_id": "ord_1", "field": k, "value": "x"}
-            for k, t in ex.claims.items()
-        ]
+        claims = []
+        for k, spec in ex.claims.items():
+            t, _, v = spec.partition(" = ")
+            claims.append({"key": k, "type": t, "entity": "order", "entity_id": "ord_1", "field": k, "value": v or "x"})
         result = lint_payload({"answer_template": ex.template, "claims": claims}, domain=ex.domain, stages=stages)
     return [f.code for f in result.findings]
 

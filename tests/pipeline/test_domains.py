@@ -60,7 +60,7 @@ def test_audit_refuses_an_unknown_domain(sqlite_demo, tmp_path):
 def test_a_domain_from_a_grammar_dir_is_enforced_like_a_shipped_one(sqlite_demo, tmp_path):
     url, policy, store = sqlite_demo
     shipped = list_domains()["orders"]
-    shutil.copy(shipped, tmp_path / "shop.lark")
+    shutil.copy(shipped, tmp_path / f"shop{shipped.suffix}")
     assert "shop" in list_domains(tmp_path)
     with Guard(policy, store, domain="shop", grammar_dir=tmp_path) as gate:
         assert gate.modes["shape"].value == "enforce"

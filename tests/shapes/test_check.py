@@ -1,0 +1,250 @@
+"""The sentence check on a lexicon library: units, reading text as people type it, diagnostics on the grammar
+(unexpected word, grouped continuations, nearest approved wording), slot types, agreement, slot-field bindings
+and witnesses for states said in words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from guard.findings import Severity
+from guard.linting import lint, lint_payload
+from guard.shapes import bind, check_template, load_library, split_sentences
+
+TYPES = {
+    "name": "string",
+    "order_id": "identifier",
+    "ship_date": "date",
+    "eta": "date",
+    "total": "money",
+    "status": "enum",
+    "n": "integer",
+    "carrier": "string",
+}
+
+
+@dataclass(frozen=True)
+class C:
+    key: str
+    entity: str
+    field: str
+    value: Any = None
+
+
+@pytest.fixture(scope="module")
+def orders():
+    return load_library("orders")
+
+
+def _codes(report) -> list[str]:
+    return [f.code for f in report.findings]
+
+
+# -- units -------------------------------------------------------------------------------------
+def test_units_break_after_stops_and_at_line_breaks_but_not_after_abbreviations():
+    text = "Hi {name},\nOrder no. {order_id}: {status}. Est. delivery {eta}.\n\nThanks!  Bye."
+    assert [s.text for s in split_sentences(text)] == [
+        "Hi {name},",
+        "Order no. {order_id}: {status}.",
+        "Est. delivery {eta}.",
+        "Thanks!",
+        "Bye.",
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab .!?,\n\t{}")), max_size=60))
+def test_units_are_in_order_and_cover_every_visible_character(text):
+    units = split_sentences(text)
+    covered = set()
+    for i, u in enumerate(units):
+        assert u.index == i and text[u.start : u.end] == u.text and u.text == u.text.strip()
+        covered.update(range(u.start, u.end))
+    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())
+    assert all(a.end <= b.start for a, b in zip(units, units[1:]))
+
+
+# -- text as people type it ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Your order {order_id} shipped on {ship_date}.",
+        "YOUR ORDER {order_id} SHIPPED ON {ship_date}",
+        "Your Order {order_id} Shipped On {ship_date}",
+        "Hi {name}, your order {order_id} shipped on {ship_date} with {carrier}.",
+        "Order {order_id} is currently {status}.",
+        "Your order\u2019s total is {total}.",
+        "Your order's total is \u201c{total}\u201d.",
+        "Order {order_id}: {n} items, {total}.",
+        "Order {order_id} ({n} items, {total}) is {status}.",
+    ],
+)
+def test_approved_wording_is_read_as_people_type_it(orders, text):
+    report = check_template(text, orders, TYPES)
+    assert report.ok, [f.message for f in report.findings]
+
+
+# -- diagnostics -----------------------------------------------------------------------------------
+def test_an_unknown_word_names_itself_the_approved_prefix_grouped_continuations_and_the_nearest_wording(orders):
+    text = "Your order {order_id} shiped on {ship_date}."
+    (f,) = check_template(text, orders, TYPES).findings
+    assert f.code == "S201" and f.severity is Severity.ERROR
+    assert text[f.start : f.end] == "shiped"
+    assert f.data["unexpected"] == "shiped"
+    assert f.data["approved_prefix"] == "Your order {order_id}"
+    groups = f.data["expected"]
+    assert '"shipped"' in groups["words"] and set(groups) <= {"slots", "words", "punctuation", "end"}
+    assert f.data["nearest"][0] == "Your order {order_id} shipped on {ship_date}."
+    assert "'shiped'" in f.message and "after 'Your order {order_id}'" in f.message
+
+
+def test_a_number_written_out_is_told_to_be_a_slot(orders):
+    (f,) = check_template("Your order {order_id} cost $5.", orders, TYPES).findings
+    assert f.code == "S201" and "must be slots" in f.message and f.data["unexpected"] == "$"
+
+
+def test_a_sentence_that_stops_too_early_points_at_its_end(orders):
+    text = "Your order {order_id} shipped on"
+    (f,) = check_template(text, orders, TYPES).findings
+    assert f.code == "S201" and f.end == len(text) and "ends too early" in f.message
+    assert "a DATE slot" in f.data["expected"]["slots"]
+
+
+def test_a_slot_of_the_wrong_type_is_s202_naming_both_types(orders):
+    text = "Your order {order_id} shipped on {total}."
+    (f,) = check_template(text, orders, TYPES).findings
+    assert f.code == "S202" and text[f.start : f.end] == "{total}"
+    assert "MONEY" in f.message and "a DATE slot" in f.message
+
+
+def test_an_attribute_takes_only_a_value_of_its_type(orders):
+    report = check_template("Your order total is {eta}.", orders, TYPES)
+    assert _codes(report) == ["S202"] and "'total'" in report.findings[0].message
+    assert check_template("Your order total is {total}.", orders, TYPES).ok
+
+
+def test_an_untyped_slot_is_s203_with_the_type_its_place_takes(orders):
+    report = check_template("Your order {order_id} shipped on {when}.", orders, TYPES)
+    (f,) = report.findings
+    assert f.code == "S203" and f.data["inferred"] == "date" and "{DATE}" in f.message
+    report = check_template("Your order {order_id} shipped on {when}.", orders, {**TYPES, "when": "weekday"})
+    assert report.findings[0].code == "S203" and "unknown type 'weekday'" in report.findings[0].message
+
+
+def test_stray_spacing_is_reported_but_never_blocks(orders):
+    report = check_template("Your order {order_id}  shipped on {ship_date}.", orders, TYPES)
+    assert _codes(report) == ["S204"] and report.findings[0].severity is Severity.WARNING and report.ok
+
+
+def test_a_predicate_that_cannot_be_said_of_the_subject_is_s207(orders):
+    report = check_template("Your account was delivered on {ship_date}.", orders, TYPES)
+    assert _codes(report) == ["S207"] and "order" in report.findings[0].message
+
+
+# -- bindings --------------------------------------------------------------------------------------
+def test_slot_places_name_the_fields_the_lexicon_binds(orders):
+    report = check_template("Your order {order_id} shipped on {ship_date} with {carrier}.", orders, TYPES)
+    fields = {u.slot: u.fields for u in report.bindings.uses}
+    assert fields == {
+        "order_id": ("order.id",),
+        "ship_date": ("order.shipped_at",),
+        "carrier": ("order.carrier",),
+    }
+
+
+def test_a_slot_showing_another_field_than_its_place_is_s206(orders):
+    text = "Your order {order_id} shipped on {eta}."
+    report = check_template(text, orders, TYPES)
+    assert report.ok
+    claims = [C("order_id", "order", "id"), C("eta", "order", "estimated_delivery")]
+    findings, _ = bind(report.bindings, claims, text, report.findings)
+    (f,) = findings
+    assert f.code == "S206" and text[f.start : f.end] == "{eta}"
+    assert "order.estimated_delivery" in f.message and "order.shipped_at" in f.message
+    right = [C("order_id", "order", "id"), C("eta", "order", "shipped_at")]
+    assert bind(report.bindings, right, text, report.findings)[0] == []
+
+
+def test_a_state_said_in_words_needs_its_witness(orders):
+    text = "Your order {order_id} has been cancelled."
+    report = check_template(text, orders, TYPES)
+    (f,) = report.findings
+    assert f.code == "S205" and f.severity is Severity.WARNING and report.ok
+    assert f.data["witness"] == [{"entity": "order", "field": "order.status", "values": ["cancelled"]}]
+    missing, _ = bind(report.bindings, [C("order_id", "order", "id")], text, report.findings)
+    assert [x.code for x in missing] == ["S208"] and "order.status = cancelled" in missing[0].message
+    wrong, _ = bind(report.bindings, [C("s", "order", "status", "shipped")], text, report.findings)
+    assert [x.code for x in wrong] == ["S208"]
+    found, witnessed = bind(report.bindings, [C("s", "order", "status", "Cancelled")], text, report.findings)
+    assert found == [] and list(witnessed) == ["s"]
+
+
+def test_lint_payload_binds_claims_and_drops_the_unused_claim_warning_for_a_witness():
+    claim = {"type": "enum", "entity": "order", "entity_id": "o1", "field": "status", "value": "cancelled"}
+    payload = {"answer_template": "Your order has been cancelled.", "claims": [{"key": "s", **claim}]}
+    result = lint_payload(payload, domain="orders")
+    assert [f.code for f in result.findings] == [] and result.ok
+    assert list(result.measures["witnesses"]) == ["s"]
+    other = {**claim, "key": "t", "field": "shipped_at", "type": "date", "value": "2026-01-02"}
+    payload = {"answer_template": "Your order has been cancelled.", "claims": [other]}
+    assert {f.code for f in lint_payload(payload, domain="orders").findings} == {"S208", "F108"}
+
+
+def test_lint_without_a_payload_reports_the_witness_need():
+    result = lint("Your order has been cancelled.", domain="orders")
+    assert [f.code for f in result.findings] == ["S205"] and result.ok
+
+
+# -- robustness ------------------------------------------------------------------------------------
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "your",
+                "order",
+                "{order_id}",
+                "{x}",
+                "shipped",
+                "on",
+                "{ship_date}",
+                ",",
+                ".",
+                "and",
+                "it",
+                "is",
+                "{status}",
+                "has",
+                "been",
+                "cancelled",
+                "'s",
+                "total",
+                "(",
+                ")",
+                ":",
+                "hi",
+                "{name}",
+                "\n",
+                "$",
+                "5",
+                "\u2019",
+                "\u201c",
+                "#",
+            ]
+        ),
+        max_size=25,
+    )
+)
+def test_the_check_never_raises_and_findings_stay_inside_the_template(orders, words):
+    text = " ".join(words)
+    report = check_template(text, orders, TYPES)
+    for f in report.findings:
+        assert 0 <= f.start <= f.end <= len(text)
+        assert f.code in {"S201", "S202", "S203", "S204", "S205", "S207"}
+    assert report.ok == (
+        not any(f.severity is Severity.ERROR for f in report.findings) and all(s.ok for s in report.sentences)
+    )
