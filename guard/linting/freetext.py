@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from guard.findings import Finding
@@ -19,11 +20,16 @@ def load_classifier(path: Any = None) -> Any:
     return load(path)
 
 
-def freetext_findings(template: str, classifier: Any) -> list[Finding]:
-    """T3xx findings for each sentence the classifier labels, with the evidence it used."""
+def freetext_findings(template: str, classifier: Any, vouched: Collection[int] = ()) -> list[Finding]:
+    """T3xx findings for each sentence the classifier labels, with the evidence it used.
+
+    ``vouched`` are the indices of sentences the domain's sentence library approved: a closed language whose
+    compiler refuses every claim-bearing word, so the classifier (whose errors are false alarms there) judges
+    only the text the library does not vouch for.
+    """
     from guard.shapes.text import split_sentences
 
-    sentences = split_sentences(template)
+    sentences = [s for s in split_sentences(template) if s.index not in vouched]
     if not sentences:
         return []
     findings: list[Finding] = []
@@ -66,7 +72,8 @@ def freetext_stage(classifier: Any) -> Check:
     """A lint check bound to a loaded classifier."""
 
     def check(ctx: LintContext) -> list[Finding]:
-        return freetext_findings(ctx.template, classifier)
+        vouched = {s.index for s in ctx.sentences if s.ok}
+        return freetext_findings(ctx.template, classifier, vouched)
 
     return check
 

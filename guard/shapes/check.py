@@ -161,11 +161,11 @@ class _Analysis:
         return out
 
     def want(self, meta: RuleMeta, entities: Iterable[str], node: Tree[Any]) -> None:
-        options = []
+        options: list[tuple[str, Witness]] = []
         for e in sorted(entities):
             b = meta.binding(e)
-            if b is not None and b.witness is not None:
-                options.append((e, b.witness))
+            if b is not None:
+                options.extend((e, w) for w in b.witnesses)
         if options:
             self.needs.append(Need(self.index, self.base, self.base + self.length, tuple(options), meta.text))
 

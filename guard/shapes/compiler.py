@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from guard.errors import GrammarError
-from guard.shapes.lexicon import SENTENCE_CLASSES, Entity, Lexicon, Witness
+from guard.shapes.lexicon import SENTENCE_CLASSES, Entity, Lexicon, Witness, _proofs
 from guard.shapes.phrases import (
     SLOT_TYPES,
     Alt,
@@ -49,18 +49,20 @@ NEVER = "NEVER"
 SLOT_TERMINALS = {t: f"{t.upper()}_SLOT" for t in SLOT_TYPES}
 
 
-_Entry = tuple[tuple[Atom, ...], str, dict[str, set[str]], Witness | None]
-"""A wording, the entity it is about, the fields its slots show by type, and the state it asserts."""
+_Entry = tuple[tuple[Atom, ...], str, dict[str, set[str]], tuple[Witness, ...]]
+"""A wording, the entity it is about, the fields its slots show by type, and the claims that prove the state it
+asserts (any one of them; empty: it asserts no state)."""
 
 
 @dataclass(frozen=True)
 class Binding:
-    """What one entity's reading of a rule means: the fields its slots show (by claim type) and a witness."""
+    """What one entity's reading of a rule means: the fields its slots show (by claim type) and the claims any
+    one of which witnesses the state it asserts."""
 
     entity: str
     slots: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """(claim type, fields a slot of that type may show), sorted."""
-    witness: Witness | None = None
+    witnesses: tuple[Witness, ...] = ()
 
     def fields(self, type_: str) -> tuple[str, ...]:
         for t, fs in self.slots:
@@ -230,7 +232,7 @@ class _Compiler:
     # -- merged unions ---------------------------------------------------------------------
     def union(self, kind: str, prefix: str, entries: Sequence[_Entry]) -> None:
         """Write one rule per distinct meaning; each wording appears in exactly one rule."""
-        by_seq: dict[tuple[object, ...], dict[str, tuple[dict[str, set[str]], list[Witness]]]] = {}
+        by_seq: dict[tuple[object, ...], dict[str, tuple[dict[str, set[str]], list[tuple[Witness, ...]]]]] = {}
         shown: dict[tuple[object, ...], tuple[Atom, ...]] = {}
         for seq, entity, slots, witness in entries:
             key = tuple(("slot", a.type) if isinstance(a, Slot) else (type(a).__name__, a.text) for a in seq)
@@ -239,7 +241,7 @@ class _Compiler:
             fields, witnesses = per.setdefault(entity, ({}, []))
             for t, fs in slots.items():
                 fields.setdefault(t, set()).update(fs)
-            if witness is not None and witness not in witnesses:
+            if witness and witness not in witnesses:
                 witnesses.append(witness)
         groups: dict[RuleMeta, list[tuple[Atom, ...]]] = {}
         for wording, per in by_seq.items():
@@ -255,7 +257,7 @@ class _Compiler:
                     Binding(
                         entity,
                         tuple(sorted((t, tuple(sorted(fs))) for t, fs in fields.items())),
-                        witnesses[0] if witnesses else None,
+                        witnesses[0] if witnesses else (),
                     )
                 )
             meta = RuleMeta(kind, tuple(bindings))
@@ -290,16 +292,16 @@ class _Compiler:
             for seq in self.phrase_set(ent.nouns, "subject", f"{where}.nouns"):
                 if any(isinstance(a, Slot) for a in seq):
                     raise GrammarError(f"{where}.nouns: a noun has no slot", location=where)
-                nouns.append((seq, name, {}, None))
+                nouns.append((seq, name, {}, ()))
             for seq in self.phrase_set(ent.modifiers, "subject", f"{where}.modifiers"):
-                mods.append((seq, name, self.slot_fields(seq, None, where), None))
+                mods.append((seq, name, self.slot_fields(seq, None, where), ()))
             for seq in self.phrase_set(ent.relative, "subject", f"{where}.relative"):
-                rels.append((seq, name, self.slot_fields(seq, None, where), None))
+                rels.append((seq, name, self.slot_fields(seq, None, where), ()))
             for seq in self.phrase_set(ent.pronouns, "subject", f"{where}.pronouns"):
-                pronouns.append((seq, name, self.slot_fields(seq, None, where), None))
+                pronouns.append((seq, name, self.slot_fields(seq, None, where), ()))
         for seq in self.phrase_set(["it", "this one"], "subject", "core:pronouns"):
             for name in self.lex.entities:
-                pronouns.append((seq, name, {}, None))
+                pronouns.append((seq, name, {}, ()))
         self.union("noun", "n", nouns)
         self.union("modifier", "m", mods)
         self.union("relative", "r", rels)
@@ -316,13 +318,13 @@ class _Compiler:
                 fields = self.slot_fields(seq, pred.field, where)
                 if any(isinstance(a, Slot) for a in seq) and not fields:
                     raise GrammarError(f"{where}: {_text(seq)!r} has a slot but no field to bind it to", location=where)
-                if pred.witness is None and not any(isinstance(a, Slot) for a in seq):
+                if not pred.proofs and not any(isinstance(a, Slot) for a in seq):
                     raise GrammarError(
                         f"{where}: {_text(seq)!r} asserts something without a slot: give the predicate a witness",
                         location=where,
                     )
                 for e in pred.entities:
-                    entries.append((seq, e, fields, pred.witness))
+                    entries.append((seq, e, fields, pred.proofs))
         self.union("predicate", "p", entries)
 
     def attributes(self) -> dict[str, dict[str, tuple[str, ...]]]:
@@ -344,7 +346,7 @@ class _Compiler:
                         if len(seq) > len(n) and seq[: len(n)] == n:
                             seq = seq[len(n) :]
                             break
-                    entries.append((seq, name, {at.type: {at.field}}, None))
+                    entries.append((seq, name, {at.type: {at.field}}, ()))
         self.union("attr", "a", entries)
         return {e: {t: tuple(sorted(fs)) for t, fs in types.items()} for e, types in by_type.items()}
 
@@ -354,7 +356,7 @@ class _Compiler:
             for j, c in enumerate(ent.counts):
                 where = f"{self.where}:entities.{name}.counts[{j}]"
                 for n in self.phrase_set(c.nouns, "count", where):
-                    entries.append(((Slot("integer", c.field), *n), name, {"integer": {c.field}}, None))
+                    entries.append(((Slot("integer", c.field), *n), name, {"integer": {c.field}}, ()))
         self.union("count", "k", entries)
 
     # -- expressions -----------------------------------------------------------------------
@@ -378,9 +380,9 @@ class _Compiler:
                 if e not in self.lex.entities:
                     raise GrammarError(f"{where}: unknown entity {e!r} in witnesses", location=where)
             if st.witnesses:
-                bindings = tuple(Binding(e, (), w) for e, w in sorted(st.witnesses.items()))
+                bindings = tuple(Binding(e, (), _proofs(w)) for e, w in sorted(st.witnesses.items()))
             else:
-                bindings = (Binding(st.entity or "", (), st.witness),)
+                bindings = (Binding(st.entity or "", (), st.proofs),)
             self.meta[name] = RuleMeta("statement", bindings, st.forms[0])
             alts.append(name)
         self.rules.append(("stmt", " | ".join(alts) if alts else self.never("stmt")))

@@ -95,12 +95,17 @@ class Predicate(_Model):
     forms: Phrases
     field: str | None = None
     """The field of the forms' slots when a slot names none."""
-    witness: Witness | None = None
-    """For a form that asserts a state without a slot ("has been cancelled")."""
+    witness: Witness | list[Witness] | None = None
+    """For a form that asserts a state without a slot ("has been cancelled"): the claim that proves it, or a
+    list of claims any one of which does (order.status = shipped, or any order.shipped_at)."""
 
     @property
     def entities(self) -> tuple[str, ...]:
         return (self.entity,) if isinstance(self.entity, str) else tuple(self.entity)
+
+    @property
+    def proofs(self) -> tuple[Witness, ...]:
+        return _proofs(self.witness)
 
 
 class Statement(_Model):
@@ -108,9 +113,19 @@ class Statement(_Model):
 
     forms: Phrases
     entity: str | None = None
-    witness: Witness | None = None
-    witnesses: dict[str, Witness] = Field(default_factory=dict)
+    witness: Witness | list[Witness] | None = None
+    witnesses: dict[str, Witness | list[Witness]] = Field(default_factory=dict)
     """Per entity of the sentence's subject, when the state depends on what the subject is."""
+
+    @property
+    def proofs(self) -> tuple[Witness, ...]:
+        return _proofs(self.witness)
+
+
+def _proofs(witness: Witness | list[Witness] | None) -> tuple[Witness, ...]:
+    if witness is None:
+        return ()
+    return (witness,) if isinstance(witness, Witness) else tuple(witness)
 
 
 class ClaimClass(_Model):

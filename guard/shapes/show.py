@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from guard.shapes.lexicon import SENTENCE_CLASSES, read_lexicon
+from guard.shapes.lexicon import SENTENCE_CLASSES, Witness, _proofs, read_lexicon
 from guard.shapes.sentences import Library
 
 PATTERNS = (
@@ -44,8 +44,8 @@ def describe(library: Library) -> dict[str, Any]:
     states: list[dict[str, Any]] = []
     for p in lex.predicates:
         item: dict[str, Any] = {"entity": list(p.entities), "field": p.field, "forms": list(p.forms)}
-        if p.witness is not None:
-            item["witness"] = {"field": p.witness.field, "values": list(p.witness.accepted)}
+        if p.proofs:
+            item["witness"] = [{"field": w.field, "values": list(w.accepted)} for w in p.proofs]
             states.append(item)
         else:
             predicates.append(item)
@@ -53,8 +53,8 @@ def describe(library: Library) -> dict[str, Any]:
         {
             "forms": list(st.forms),
             "witness": (
-                {e: {"field": w.field, "values": list(w.accepted)} for e, w in st.witnesses.items()}
-                or ({"field": st.witness.field, "values": list(st.witness.accepted)} if st.witness else None)
+                {e: [_proof(w) for w in _proofs(ws)] for e, ws in st.witnesses.items()}
+                or [_proof(w) for w in st.proofs]
             ),
         }
         for st in lex.statements
@@ -80,6 +80,10 @@ def describe(library: Library) -> dict[str, Any]:
     }
 
 
+def _proof(w: Witness) -> dict[str, Any]:
+    return {"field": w.field, "values": list(w.accepted)}
+
+
 def render(info: dict[str, Any]) -> str:
     """:func:`describe` as text for a terminal."""
     out = [f"{info['domain']}: {info['description']}".rstrip(": "), "", "Patterns"]
@@ -102,8 +106,8 @@ def render(info: dict[str, Any]) -> str:
         out += [f"      {f}" for f in p["forms"]]
     out += ["", "States said in words (each needs its witness claim)"]
     for p in info["states"]:
-        w = p["witness"]
-        out.append(f"  {'/'.join(p['entity'])}: {w['field']} = {' or '.join(w['values']) or 'any confirmed value'}")
+        said = " or ".join(f"{w['field']} = {' or '.join(w['values']) or 'any confirmed value'}" for w in p["witness"])
+        out.append(f"  {'/'.join(p['entity'])}: {said}")
         out += [f"      {f}" for f in p["forms"]]
     out += ["", "Statements"]
     for st in info["statements"]:

@@ -248,3 +248,32 @@ def test_the_check_never_raises_and_findings_stay_inside_the_template(orders, wo
     assert report.ok == (
         not any(f.severity is Severity.ERROR for f in report.findings) and all(s.ok for s in report.sentences)
     )
+
+
+PARCELS = """
+domain: parcels
+entities:
+  parcel:
+    nouns: [parcel]
+    id: parcel.id
+predicates:
+  - entity: parcel
+    witness:
+      - {field: parcel.status, value: dispatched}
+      - {field: parcel.dispatched_at}
+    forms: ["has been dispatched"]
+"""
+
+
+def test_a_state_may_name_several_witnesses_any_one_of_which_proves_it(tmp_path):
+    (tmp_path / "parcels.yaml").write_text(PARCELS)
+    lib = load_library("parcels", tmp_path)
+    text = "Your parcel has been dispatched."
+    report = check_template(text, lib, {})
+    assert [f.code for f in report.findings] == ["S205"]
+    assert "parcel.status = dispatched or parcel.dispatched_at (any confirmed value)" in report.findings[0].message
+    for claim in (C("s", "parcel", "status", "dispatched"), C("d", "parcel", "dispatched_at", "2026-05-01")):
+        findings, witnessed = bind(report.bindings, [claim], text, report.findings)
+        assert findings == [] and list(witnessed) == [claim.key]
+    findings, _ = bind(report.bindings, [C("s", "parcel", "status", "lost")], text, report.findings)
+    assert [f.code for f in findings] == ["S208"]
