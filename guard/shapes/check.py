@@ -25,7 +25,7 @@ from guard.shapes.text import Sentence, split_sentences
 
 _TERMINAL_TYPES = {v: k for k, v in SLOT_TERMINALS.items()}
 _SPACING = regex.compile(r"[ \t]{2,}|\t")
-MAX_EXPECTED = 12
+MAX_EXPECTED = 8
 REPAIR_TRIES = 200
 """Candidate edits the nearest-phrasing search tries per failing sentence: a count, not a clock, so lint says
 the same thing on a loaded machine (benchmarks/bench_sentences.py measures the time it takes)."""
@@ -434,9 +434,23 @@ def describe(terminal: str, lib: Library) -> str:
     return f'"{lib.spelling.get(terminal, terminal)}"'
 
 
+CATEGORIES = (
+    ("a predicate", "predicate"),
+    ("more about the subject", "subject_tail"),
+    ("an attribute", "attr"),
+    ("is, was or another linking verb", "copula"),
+    ("a noun", "noun"),
+)
+"""Groups of continuations people recognise, each named by the rule whose first words they are."""
+
+
 def expected(names: Iterable[str], lib: Library) -> dict[str, list[str]]:
-    """The terminals a parser would take, grouped for people: slots, words, punctuation, the end."""
-    groups: dict[str, list[str]] = {"slots": [], "words": [], "punctuation": [], "end": []}
+    """The terminals a parser would take, grouped for people: slots, then the words that begin a predicate, a
+    modifier, an attribute, ..., then other words, punctuation and the end."""
+    groups: dict[str, list[str]] = {"slots": []}
+    groups.update({label: [] for label, _ in CATEGORIES})
+    groups.update({"words": [], "punctuation": [], "end": []})
+    firsts = lib.firsts
     for n in sorted(names):
         if n.startswith("NEVER") or n == "UNTYPED_SLOT":
             continue
@@ -445,7 +459,8 @@ def expected(names: Iterable[str], lib: Library) -> dict[str, list[str]]:
         elif n in _TERMINAL_TYPES:
             groups["slots"].append(describe(n, lib))
         elif lib.spelling.get(n, "a")[:1].isalnum() or lib.spelling.get(n, "") == "'s":
-            groups["words"].append(describe(n, lib))
+            label = next((lb for lb, rule in CATEGORIES if n in firsts.get(rule, ())), "words")
+            groups[label].append(describe(n, lib))
         else:
             groups["punctuation"].append(describe(n, lib))
     return {k: v for k, v in groups.items() if v}
@@ -453,12 +468,10 @@ def expected(names: Iterable[str], lib: Library) -> dict[str, list[str]]:
 
 def _shown(groups: Mapping[str, list[str]]) -> str:
     parts = []
-    for key in ("slots", "words", "punctuation", "end"):
-        items = groups.get(key, [])
-        if not items:
-            continue
-        more = f" (and {len(items) - MAX_EXPECTED} more)" if len(items) > MAX_EXPECTED else ""
-        parts.append(", ".join(items[:MAX_EXPECTED]) + more)
+    for key, items in groups.items():
+        more = f", ... ({len(items)} in all)" if len(items) > MAX_EXPECTED else ""
+        listed = ", ".join(items[:MAX_EXPECTED]) + more
+        parts.append(listed if key in ("slots", "words", "punctuation", "end") else f"{key} ({listed})")
     return "; ".join(parts) or "nothing"
 
 

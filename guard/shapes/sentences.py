@@ -4,6 +4,7 @@ first, ``grammars/lexicons/`` last)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -105,6 +106,32 @@ class Library:
     @property
     def domain(self) -> str:
         return self.compiled.domain
+
+    @functools.cached_property
+    def firsts(self) -> dict[str, frozenset[str]]:
+        """The terminals each rule can begin with (for grouping what a failed parse expected)."""
+        first: dict[str, set[str]] = {r.origin.name: set() for r in self.lark.rules}
+        nullable: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for r in self.lark.rules:
+                head, before = r.origin.name, len(first[r.origin.name])
+                empty = True
+                for sym in r.expansion:
+                    if sym.is_term:
+                        first[head].add(sym.name)
+                        empty = False
+                        break
+                    first[head] |= first.get(sym.name, set())
+                    if sym.name not in nullable:
+                        empty = False
+                        break
+                if empty and head not in nullable:
+                    nullable.add(head)
+                    changed = True
+                changed = changed or len(first[head]) != before
+        return {k: frozenset(v) for k, v in first.items()}
 
     def lark_tokens(self, text: str, slot_types: Mapping[str, str]) -> list[Token]:
         """The Lark tokens of one unit (:func:`tokens`, typed: a slot by its claim type, a word by the
