@@ -1,4 +1,4 @@
-"""``guard lint``: check templates and payloads against a domain's approved sentence shapes."""
+"""``guard lint``: check templates and payloads against a domain's sentence library and the other lint stages."""
 
 from __future__ import annotations
 

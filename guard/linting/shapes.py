@@ -55,7 +55,7 @@ STAGE = register(
         "shape",
         build,
         codes=("S201", "S202", "S203", "S204", "S205", "S206", "S207", "S208"),
-        refusal="sentence {n} is not one of the approved sentence shapes",
+        refusal="sentence {n} is not worded in a way I am allowed to use",
         default_mode=Mode.OFF,
         needs_domain=True,
     )

@@ -61,7 +61,7 @@ def test_guard_rules_code_explains_it_from_the_catalogue():
         "Passes",
         entry.bad.template,
         entry.good.template,
-        "sentence N is not one of the approved sentence shapes",
+        "sentence N is not worded in a way I am allowed to use",
     ):
         assert part in out.stdout
     doc = json.loads(_guard("rules", "T303", "--format", "json").stdout)

@@ -54,7 +54,7 @@ def test_enforced_shape_failure_refuses_before_any_lookup(gate):
     d, statements = count_statements(gate.store.engine, lambda: gate.run(p, principal=demo.PRINCIPAL, now=demo.NOW))
     assert d.action is Action.REFUSE and statements == []
     assert d.results == ()
-    assert "sentence 3 is not one of the approved sentence shapes" in d.message
+    assert "sentence 3 is not worded in a way I am allowed to use" in d.message
     assert "quicker" not in d.message  # the refusal never repeats the model's words
     assert {f.code for f in d.findings} == {"S201"}
 
