@@ -110,7 +110,7 @@ def _judge(settings: AuditSettings, item: Item) -> dict[str, Any]:
             out.update(ok=res.ok, findings=[f.code for f in res.findings])
             return out
         now = parse_time(settings.now, location="now") if settings.now else None
-        principal = item.principal if item.principal is not None else settings.default_principal
+        principal = item.principal if item.principal not in (None, "") else settings.default_principal
         d = gate.run(item.body, principal=principal, now=now, request_id=f"audit:{item.source}:{item.index}")
         out.update(
             action=d.action.value,

@@ -166,6 +166,10 @@ def load_gate_config(source: str | Path | Mapping[str, Any] | GateConfig | None 
             data = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
         except OSError as exc:
             raise ConfigError(f"cannot read the gate config: {exc.strerror}", location=where) from None
+        except UnicodeDecodeError:
+            raise ConfigError("the gate config is not UTF-8 text", location=where) from None
+        except RecursionError:
+            raise ConfigError("the gate config is nested too deeply", location=where) from None
         except yaml.YAMLError as exc:
             raise ConfigError(f"the gate config is not valid YAML: {exc}", location=where) from None
     if source is not None:

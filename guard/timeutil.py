@@ -35,7 +35,10 @@ def parse_duration(
     elif isinstance(value, (int, float)):
         seconds = float(value) if abs(value) < 1e15 else None
     else:
-        seconds = _seconds(value.strip())
+        try:
+            seconds = _seconds(value.strip())
+        except (OverflowError, ValueError):
+            raise OptionError(f"the {what} {value[:40]!r} is too long", location=location) from None
     if seconds is None:
         raise OptionError(f"cannot read the {what} {value!r}: {HINT}", location=location)
     if seconds < 0:

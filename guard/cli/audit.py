@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from guard.cli._common import print_json
+from guard.cli._common import config_file, print_json
 
 
 def audit_cmd(
@@ -33,7 +33,7 @@ def audit_cmd(
     from guard.records.policy import load_policy
 
     pol = load_policy(Path(policy)).model_dump(mode="json", exclude_none=True)
-    cfg = load_gate_config(Path(config)).model_dump(mode="json") if config else None
+    cfg = load_gate_config(config_file(config)).model_dump(mode="json") if config else None
     settings = AuditSettings(policy=pol, db=db, domain=domain, config=cfg, now=now, default_principal=principal)
     with Progress(transient=True, disable=not sys.stderr.isatty()) as bar:
         task = bar.add_task("auditing", total=None)

@@ -17,14 +17,14 @@ def classify_cmd(
     fmt: str = typer.Option("text", "--format", "-f", help="Output format: text, json or jsonl."),
     model: Path | None = typer.Option(None, "--model", help="Model file (default: the model shipped with guard)."),
 ) -> None:
-    """Print labels, per-label scores and evidence spans for every line."""
-    from guard.cli._common import read_text
+    """Print labels, per-label scores and evidence spans for every line (lines end at a line feed; CRLF too)."""
+    from guard.cli._common import read_lines
     from guard.errors import OptionError
     from guard.freetext.model import load
 
     if fmt not in FORMATS:
         raise OptionError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}", location="--format")
-    lines = read_text(file).splitlines()
+    lines = read_lines(file)
     clf = load(model)
     out = sys.stdout
     if fmt == "json":

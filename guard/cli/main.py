@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
+from typing import Any, TextIO
 
 import typer
 
@@ -68,6 +70,31 @@ def _build() -> typer.Typer:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code (the ``guard`` script and ``python -m guard``)."""
     _build()
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warnings(warnings.showwarning)
+        return _run(argv)
+
+
+def _one_line_warnings(show: Any) -> Any:
+    """guard's own warnings (a policy that reads a table in and out of scope) as one line, like its errors."""
+
+    def shown(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if category.__module__.split(".", 1)[0] == "guard":
+            print(f"guard: warning: {message}", file=sys.stderr)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    return shown
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         app(args=argv, standalone_mode=True)
     except SystemExit as exc:  # typer/click end every run with SystemExit

@@ -49,6 +49,8 @@ def monitor_cmd(
 
     if output not in ("text", "json"):
         raise OptionError(f"--format must be text or json, not {output!r}", location="--format")
+    if tail < 0:
+        raise OptionError(f"--tail must be 0 (all windows) or a number of windows, not {tail}", location="--tail")
     config = MonitorConfig(
         window=parse_window(window),
         baseline_windows=baseline,

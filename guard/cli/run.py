@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from guard.cli._common import parse_now, print_json, read_text
+from guard.cli._common import config_file, parse_now, print_json, read_text
 
 
 def run_cmd(
@@ -27,7 +27,12 @@ def run_cmd(
 
     text = read_text(payload)
     with Guard(
-        Path(policy), db, domain=domain, config=Path(config) if config else None, log=log, grammar_dir=grammar_dir
+        Path(policy),
+        db,
+        domain=domain,
+        config=config_file(config) if config else None,
+        log=log,
+        grammar_dir=grammar_dir,
     ) as gate:
         decision = gate.run(text, principal=principal, now=parse_now(now))
     print_json(decision.to_dict())

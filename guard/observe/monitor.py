@@ -177,6 +177,8 @@ class MonitorConfig:
             problems.append(f"unknown status {', '.join(unknown)} (known: {', '.join(STATUSES)})")
         if not 0 <= self.min_delta < 1:
             problems.append("min_delta must be a rate difference from 0 up to 1")
+        if not 0 <= self.min_shift < math.inf:
+            problems.append("min_shift must be a finite number of words from 0 up (--min-shift)")
         if self.correction not in ("bonferroni", "none"):
             problems.append("correction must be 'bonferroni' or 'none'")
         if problems:
@@ -641,8 +643,12 @@ def _pct(value: float | None) -> str:
 
 
 def render(report: Report, console: Any, *, tail: int = 0) -> None:
-    """Print the report's tables on a rich console, as many field columns side by side as fit."""
+    """Print the report's tables on a rich console, as many field columns side by side as fit; ``tail`` > 0
+    keeps the last windows of the rate table (a negative one would silently drop the first ones instead)."""
     from rich.table import Table
+
+    if tail < 0:
+        raise OptionError(f"--tail must be 0 (all windows) or a number of windows, not {tail}", location="--tail")
 
     fields_per_table = max(1, (console.width - 22) // 27)
 

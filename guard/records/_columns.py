@@ -117,10 +117,8 @@ def judge_column(
     if got is None:
         return None
     actuals, same = got
-    if f.freshness is not None:
-        cutoff = now - f.freshness
-        if None in upds or min(cast("list[datetime]", upds)) < cutoff:
-            return None
+    if f.freshness is not None and (None in upds or now - min(cast("list[datetime]", upds)) > f.freshness):
+        return None
     n = len(ckeys)
     statuses: Iterable[Status]
     reasons: Iterable[str]

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import Any, cast
 
-from guard.errors import StoreUnavailable
+from guard.errors import OptionError, StoreUnavailable
 from guard.payload import Claim, ClaimType, Payload
 from guard.records import _columns
 from guard.records.policy import FieldPolicy, Policy
@@ -109,14 +109,18 @@ def _judge(
     now: datetime,
     latency: float,
 ) -> ClaimResult:
-    """Compare one claim with its stored value (the row exists)."""
+    """Compare one claim with its stored value (the row exists).
+
+    A type that fails in a way it did not foresee (an overflow, a decimal signal) counts as having refused the
+    value, so no comparator exception leaves the checker.
+    """
     status, reason, actual, cause = _CONFIRMED, "", None, ""
     if raw is None:
         status, reason = _NOT_FOUND, "no value is recorded for this field"
     else:
         try:
             actual = f.stored(raw, f.policy, policy)
-        except BadStored as exc:
+        except (BadStored, ArithmeticError, ValueError) as exc:
             status, reason, cause = _UNAVAILABLE, f"the stored value could not be read: {exc}", "garbage"
         else:
             budget = f.freshness
@@ -129,7 +133,7 @@ def _judge(
                     claimed = f.claimed(c.value, f.policy, policy)
                     if not (claimed == actual if f.equal is _exact else f.equal(claimed, actual, f.policy)):
                         status, reason = _CONTRADICTED, "the claimed value differs from the record"
-                except BadClaim as exc:
+                except (BadClaim, ArithmeticError, ValueError) as exc:
                     status, reason = _CONTRADICTED, f"the claimed value is not a {f.type_name}: {exc}"
     return ClaimResult(
         key=c.key,
@@ -169,7 +173,10 @@ def _unchecked(c: Claim, f: _Field | None, policy: Policy) -> ClaimResult:
 def check(
     payload: Payload, policy: Policy, store: RecordStore, *, principal: Any = None, now: datetime | None = None
 ) -> list[ClaimResult]:
-    """One :class:`ClaimResult` per claim, in claim order. Never raises for database trouble."""
+    """One :class:`ClaimResult` per claim, in claim order. Never raises for database trouble.
+
+    An empty principal is no principal: it names no customer, so scoped claims are not checkable.
+    """
     return _check(payload, policy, store, principal, now, True)
 
 
@@ -177,7 +184,10 @@ def _check(
     payload: Payload, policy: Policy, store: RecordStore, principal: Any, now: datetime | None, batch: bool
 ) -> list[ClaimResult]:
     """:func:`check`; ``batch=False`` judges claim by claim (the reference the batch path is tested against)."""
-    now = now.astimezone(UTC) if now and now.tzinfo else (now.replace(tzinfo=UTC) if now else datetime.now(UTC))
+    try:
+        now = now.astimezone(UTC) if now and now.tzinfo else (now.replace(tzinfo=UTC) if now else datetime.now(UTC))
+    except OverflowError:
+        raise OptionError(f"now ({now}) is beyond the years 1 to 9999 in UTC", location="now") from None
     plan = _plan(policy)
     claims = payload.claims
     results: list[ClaimResult | None] = [None] * len(claims)
@@ -194,7 +204,9 @@ def _check(
                 groups[k] = [i]
             else:
                 idx.append(i)
-    unscoped = principal is None
+    unscoped = principal is None or (isinstance(principal, str) and not principal)
+    if unscoped:
+        principal = None
     wanted: dict[str, list[_columns.Part]] = {}
     for (entity, name), idx in groups.items():
         f = plan.get((entity, name))

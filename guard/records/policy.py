@@ -8,6 +8,7 @@ the payload are only ever looked up in it.
 from __future__ import annotations
 
 import re
+import warnings
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -25,6 +26,13 @@ from guard.timeutil import parse_duration
 
 _SQL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
 
+
+class PolicyWarning(UserWarning):
+    """The policy loads, but reads more than its author probably meant (a table read in and out of scope)."""
+
+
+_MAX_SECONDS = 86_400_000_000
+"""The largest timestamp tolerance, in seconds: a million days, within what a timedelta can hold."""
 
 _OPTIONS = ("currency", "tolerance", "unit", "aliases")
 _EXAMPLES = {"currency": "currency: GBP"}
@@ -57,9 +65,12 @@ class FieldPolicy(BaseModel):
     def _tolerance(cls, v: Any) -> Any:
         if v is None:
             return None
-        if isinstance(v, bool):
+        if isinstance(v, bool) or not isinstance(v, (int, float, str, Decimal)):
             raise ValueError("tolerance must be a number")
-        d = Decimal(str(v))
+        try:
+            d = Decimal(v.strip() if isinstance(v, str) else str(v))
+        except ArithmeticError:
+            raise ValueError(f"tolerance must be a number, not {str(v)[:40]!r}") from None
         if not d.is_finite() or d < 0:
             raise ValueError("tolerance must be a finite number >= 0")
         return d
@@ -86,6 +97,10 @@ class FieldPolicy(BaseModel):
         from guard.records.types import TYPES
 
         spec = TYPES[self.type]
+        if self.type is ClaimType.TIMESTAMP and self.tolerance is not None and self.tolerance > _MAX_SECONDS:
+            raise ValueError(
+                f"a timestamp's tolerance is in seconds and must be at most {_MAX_SECONDS} (a million days)"
+            )
         for option in sorted(spec.required):
             if not getattr(self, option):
                 raise ValueError(f"a {self.type.value} field needs a {option} (e.g. {_EXAMPLES[option]})")
@@ -165,7 +180,7 @@ class Policy(BaseModel):
     def _tz(cls, v: str) -> str:
         try:
             ZoneInfo(v)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):
             raise ValueError(f"'{v}' is not an IANA time zone (e.g. Europe/London)") from None
         return v
 
@@ -185,7 +200,24 @@ class Policy(BaseModel):
         for name in self.entities:
             if not NAME.fullmatch(name):
                 raise ValueError(f"entity name '{name}' must be letters, digits and underscores")
+        for message in self.shared_tables():
+            warnings.warn(message, PolicyWarning, stacklevel=2)
         return self
+
+    def shared_tables(self) -> list[str]:
+        """Tables read by entities with different row scopes: what one entity scopes, the other reads freely."""
+        readers: dict[str, list[tuple[str, str | None]]] = {}
+        for name, ent in self.entities.items():
+            readers.setdefault(ent.table, []).append((name, ent.scope))
+        out = []
+        for table, users in readers.items():
+            if len({scope for _, scope in users}) > 1:
+                who = ", ".join(f"'{n}' ({f'scoped by {s}' if s else 'unscoped'})" for n, s in users)
+                out.append(
+                    f"table '{table}' is read by entities {who}: rows one of them scopes to a customer "
+                    "are readable through another"
+                )
+        return out
 
     @property
     def tz(self) -> ZoneInfo:
@@ -234,6 +266,10 @@ def load_policy(source: str | Path | dict[str, Any] | Policy) -> Policy:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise PolicyError(f"cannot read the policy file: {exc.strerror}", location=where) from None
+        except UnicodeDecodeError as exc:
+            raise PolicyError(
+                f"the policy file is not UTF-8 text (byte {exc.start} cannot be read)", location=where
+            ) from None
         source = text
     if isinstance(source, str):
         try:
@@ -242,6 +278,8 @@ def load_policy(source: str | Path | dict[str, Any] | Policy) -> Policy:
             mark = getattr(exc, "problem_mark", None)
             loc = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
             raise PolicyError(f"the policy is not valid YAML: {getattr(exc, 'problem', exc)}", location=loc) from None
+        except RecursionError:
+            raise PolicyError("the policy is nested too deeply to be a policy", location=where) from None
     else:
         data = source
     if not isinstance(data, dict):
@@ -252,4 +290,4 @@ def load_policy(source: str | Path | dict[str, Any] | Policy) -> Policy:
         raise PolicyError("the policy is invalid", problems=_problems(exc), location=where) from None
 
 
-__all__ = ["FieldPolicy", "EntityPolicy", "Policy", "load_policy", "parse_duration"]
+__all__ = ["PolicyWarning", "FieldPolicy", "EntityPolicy", "Policy", "load_policy", "parse_duration"]

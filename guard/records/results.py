@@ -61,7 +61,8 @@ UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Uni
 
 
 def aware(value: Any, tz: tzinfo, tz_is_utc: bool) -> datetime | None:
-    """A stored update time as an aware UTC datetime; naive values are in the database's timezone.
+    """A stored update time as an aware UTC datetime; naive values are in the database's timezone. None when
+    it is unreadable, or beyond the calendar once in UTC (``0001-01-01 00:00`` in Tokyo).
 
     ``fromisoformat`` with the offset appended is a tenth of the cost of ``replace(tzinfo=...)``.
     """
@@ -84,7 +85,10 @@ def aware(value: Any, tz: tzinfo, tz_is_utc: bool) -> datetime | None:
         if tz_is_utc:
             return when.replace(tzinfo=UTC)
         when = when.replace(tzinfo=tz)
-    return when.astimezone(UTC)
+    try:
+        return when.astimezone(UTC)
+    except OverflowError:
+        return None
 
 
 def stamp(value: Any, tz: tzinfo, tz_is_utc: bool) -> tuple[datetime | None, str | None]:

@@ -28,7 +28,11 @@ from guard.records.types import TYPES, _all
 
 UPDATED_AT = "__updated_at__"
 ID = "__id__"
-_INT = re.compile(r"^[+-]?\d{1,18}$")
+_INT = re.compile(r"[+-]?[0-9]{1,19}")
+"""An integer key as text: ASCII digits only (``\\d`` would take ``٤٢`` and ``４２``), matched whole (``$`` would
+take ``42\\n``)."""
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+"""The range of a 64-bit integer column; a value outside it names no row and would overflow the driver."""
 _first = itemgetter(0)
 
 _PG_STATES: dict[str, str] = {
@@ -397,14 +401,14 @@ class RecordStore:
 
     @staticmethod
     def _coerce(value: Any, kind: type) -> Any | None:
+        """An id or principal as the column's type; None when no row of an integer column can hold it."""
         if kind is int:
-            if isinstance(value, bool):
+            if not (isinstance(value, str) and _INT.fullmatch(value)) and (
+                isinstance(value, bool) or not isinstance(value, int)
+            ):
                 return None
-            if isinstance(value, int):
-                return value
-            if isinstance(value, str) and _INT.match(value):
-                return int(value)
-            return None
+            number = int(value)
+            return number if _INT_MIN <= number <= _INT_MAX else None
         return value if isinstance(value, str) else str(value)
 
     def _storable(self, value: Any) -> bool:
@@ -461,14 +465,16 @@ class RecordStore:
 
         ``fields`` (default: all readable ones) must be whitelisted fields of the
         entity; ``updated_at`` is the last item when the entity has one. With a
-        principal and a scoped entity, rows outside the scope are simply absent.
+        principal and a scoped entity, rows outside the scope are simply absent;
+        the empty principal is nobody's, so it reads no scoped row.
         Raises StoreUnavailable when the database cannot answer.
         """
         lk = self._lookups[entity]
         wanted = lk.order(fields)
         bound: list[int] | list[str]
         if lk.id_kind is int:
-            bound = list(dict.fromkeys(int(k) for k in keys if _INT.match(k)))
+            coerce = self._coerce
+            bound = list(dict.fromkeys(n for n in (coerce(k, int) for k in keys) if n is not None))
         else:
             bound = list(dict.fromkeys(keys))
         if not bound:
@@ -476,6 +482,8 @@ class RecordStore:
         scoped = lk.scope_col is not None and principal is not None
         principal_value = None
         if scoped:
+            if isinstance(principal, str) and not principal:
+                return {}
             principal_value = self._coerce(principal, lk.scope_kind or str)
             if not self._storable(principal_value):
                 return {}

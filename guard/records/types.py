@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation, localcontext
 from functools import lru_cache
 from operator import eq
 from typing import TYPE_CHECKING, Any
@@ -53,7 +53,12 @@ class BadStored(ValueError):
 
 
 MAX_EXPONENT = 1000
-"""Claimed numbers beyond 10**±1000 are rejected before any arithmetic."""
+"""Numbers beyond 10**±1000, or with more digits than that, are rejected before any arithmetic: no record holds
+them, and neither decimal arithmetic nor Babel could take them."""
+_BIG = 10**MAX_EXPONENT
+_WIDE = Context(prec=2 * MAX_EXPONENT + 64)
+"""Room for every number :func:`_bounded` lets through: Babel parses and formats in the current context, whose
+28 digits would make ``1,000,000,000,000,000,000,000,000,000`` an ``InvalidOperation``."""
 _INT = regex.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)")
 _SPACES = regex.compile(r"[\s\u00a0\u202f]+")
 
@@ -79,37 +84,53 @@ def _decimal(value: Any, err: type[ValueError], what: str) -> Decimal:
 def _bounded(d: Decimal, err: type[ValueError], what: str, value: Any) -> Decimal:
     """A finite number of sane magnitude: ``1E+999999999`` would overflow decimal arithmetic, ``inf`` and
     ``NaN`` have no integer value, and none of them is a value a record holds."""
-    if not d.is_finite() or (d and abs(d.adjusted()) > MAX_EXPONENT):
-        raise err(f"'{value}' is not {what}")
+    if not d.is_finite() or (d and (abs(d.adjusted()) > MAX_EXPONENT or len(d.as_tuple().digits) > MAX_EXPONENT)):
+        raise err(f"{_shown(value)} is not {what}")
     return d
 
 
+def _whole(number: int, err: type[ValueError], what: str) -> int:
+    if -_BIG < number < _BIG:
+        return number
+    raise err(f"{_shown(number)} is not {what}")
+
+
+def _shown(value: Any) -> str:
+    """A value as a message quotes it: short, and never a conversion that can fail (a 5,000-digit int)."""
+    if isinstance(value, int) and not -_BIG < value < _BIG:
+        return f"a number of more than {MAX_EXPONENT} digits"
+    text = str(value)
+    return f"'{text}'" if len(text) <= 60 else f"'{text[:57]}...'"
+
+
 def _integer_claim(value: Any, field: FieldPolicy, policy: Policy) -> int:
-    if type(value) is int:
+    if type(value) is int and -_BIG < value < _BIG:
         return value
     if isinstance(value, bool):
         raise BadClaim(f"{value!r} is a boolean, not an integer")
     if isinstance(value, int):
-        return value
+        return _whole(int(value), BadClaim, "an integer")
     if isinstance(value, float):
         if value.is_integer():
-            return int(value)
+            return _whole(int(value), BadClaim, "an integer")
         raise BadClaim(f"{value!r} is not a whole number")
-    if isinstance(value, str) and _INT.fullmatch(value.strip()):
-        return int(value.strip().replace(",", ""))
-    raise BadClaim(f"{value!r} is not an integer")
+    if isinstance(value, str) and len(value) <= 2 * MAX_EXPONENT and _INT.fullmatch(value.strip()):
+        return _whole(int(value.strip().replace(",", "")), BadClaim, "an integer")
+    raise BadClaim(f"{_shown(value)} is not an integer")
 
 
 def _integer_stored(value: Any, field: FieldPolicy, policy: Policy) -> int:
-    if type(value) is int:
+    if type(value) is int and -_BIG < value < _BIG:
         return value
     if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
-        if isinstance(value, str) and _INT.fullmatch(value.strip()):
-            return int(value.strip().replace(",", ""))
+        if isinstance(value, str) and len(value) <= 2 * MAX_EXPONENT and _INT.fullmatch(value.strip()):
+            return _whole(int(value.strip().replace(",", "")), BadStored, "an integer")
         raise BadStored(f"stored {type(value).__name__} is not an integer")
-    if isinstance(value, Decimal) and value != value.to_integral_value():
-        raise BadStored("stored value is not a whole number")
-    return int(value)
+    if isinstance(value, Decimal):
+        _bounded(value, BadStored, "an integer", value)
+        if value != value.to_integral_value():
+            raise BadStored("stored value is not a whole number")
+    return _whole(int(value), BadStored, "an integer")
 
 
 def _strip_unit(value: Any, field: FieldPolicy) -> Any:
@@ -157,9 +178,10 @@ def _money_claim(value: Any, field: FieldPolicy, policy: Policy) -> int:
         negative = text.startswith("-")
         text = text.lstrip("-").strip()
         try:
-            amount = parse_decimal(text, locale=policy.locale, strict=True)
-        except NumberFormatError:
-            raise BadClaim(f"'{value}' is not an amount of money") from None
+            with localcontext(_WIDE):
+                amount = parse_decimal(text, locale=policy.locale, strict=True)
+        except (NumberFormatError, ArithmeticError):
+            raise BadClaim(f"{_shown(value)} is not an amount of money") from None
         amount = _bounded(-amount if negative else amount, BadClaim, "an amount of money", value)
     else:
         amount = _decimal(value, BadClaim, "an amount of money")
@@ -170,6 +192,10 @@ def _money_claim(value: Any, field: FieldPolicy, policy: Policy) -> int:
 
 
 def _as_utc(value: Any, policy: Policy, err: type[ValueError]) -> datetime:
+    """An aware UTC time; a stored one must also be a time of the policy's zone, where it is shown.
+
+    Both conversions leave the calendar (years 1 to 9999) only within a day of its ends.
+    """
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
@@ -179,7 +205,13 @@ def _as_utc(value: Any, policy: Policy, err: type[ValueError]) -> datetime:
         when: datetime = value
         if when.tzinfo is None:
             when = when.replace(tzinfo=policy.db_tz if err is BadStored else policy.tz)
-        return when.astimezone(UTC)
+        try:
+            when = when.astimezone(UTC)
+            if err is BadStored and (when.year == 1 or when.year == 9999):
+                when.astimezone(policy.tz)
+        except OverflowError:
+            raise err(f"{value} is beyond the years 1 to 9999 in UTC or in {policy.timezone}") from None
+        return when
     raise err(f"{type(value).__name__} is not a timestamp")
 
 
@@ -281,7 +313,7 @@ _SAFE_INT = 10**18
 def _integer_batch(
     claimed: Sequence[Any], stored: Sequence[Any], field: FieldPolicy, policy: Policy
 ) -> tuple[Sequence[Any], list[bool]] | None:
-    if _all(claimed, int) and _all(stored, int):
+    if _all(claimed, int) and _all(stored, int) and max(map(abs, stored)) < _BIG:
         return stored, list(map(eq, claimed, stored))
     return None
 
@@ -289,7 +321,7 @@ def _integer_batch(
 def _money_batch(
     claimed: Sequence[Any], stored: Sequence[Any], field: FieldPolicy, policy: Policy
 ) -> tuple[Sequence[Any], list[bool]] | None:
-    if _all(claimed, int) and _all(stored, int) and max(map(abs, claimed)) < _SAFE_INT:
+    if _all(claimed, int) and _all(stored, int) and max(map(abs, claimed)) < _SAFE_INT and max(map(abs, stored)) < _BIG:
         scale = 10**field.exponent
         return stored, list(map(eq, (v * scale for v in claimed), stored))
     return None
@@ -317,7 +349,8 @@ def _locale(name: str) -> Locale:
 def _format_money(actual: Any, field: FieldPolicy, policy: Policy) -> str:
     currency = field.currency or ""
     exponent = get_currency_precision(currency)
-    return str(format_currency(Decimal(int(actual)).scaleb(-exponent), currency, locale=_locale(policy.locale)))
+    with localcontext(_WIDE):
+        return str(format_currency(Decimal(int(actual)).scaleb(-exponent), currency, locale=_locale(policy.locale)))
 
 
 def _format_date(actual: Any, field: FieldPolicy, policy: Policy) -> str:
@@ -330,11 +363,13 @@ def _format_timestamp(actual: Any, field: FieldPolicy, policy: Policy) -> str:
 
 
 def _format_integer(actual: Any, field: FieldPolicy, policy: Policy) -> str:
-    return str(format_decimal(int(actual), locale=_locale(policy.locale)))
+    with localcontext(_WIDE):
+        return str(format_decimal(int(actual), locale=_locale(policy.locale)))
 
 
 def _format_decimal(actual: Any, field: FieldPolicy, policy: Policy) -> str:
-    text = str(format_decimal(actual, locale=_locale(policy.locale), decimal_quantization=False))
+    with localcontext(_WIDE):
+        text = str(format_decimal(actual, locale=_locale(policy.locale), decimal_quantization=False))
     return f"{text} {field.unit}" if field.unit else text
 
 
