@@ -11,8 +11,11 @@ into :class:`guard.errors.StoreUnavailable` with a cause a person can read.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any, cast
@@ -24,6 +27,7 @@ from sqlalchemy.engine import Engine
 
 from guard.errors import PolicyError, Problem, StoreUnavailable
 from guard.records.policy import EntityPolicy, Policy
+from guard.records.results import UTC_NAMES, aware
 from guard.records.types import TYPES, _all
 
 UPDATED_AT = "__updated_at__"
@@ -34,6 +38,24 @@ take ``42\\n``)."""
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 """The range of a 64-bit integer column; a value outside it names no row and would overflow the driver."""
 _first = itemgetter(0)
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]{1,1000}(?:\.[0-9]{0,1000})?|\.[0-9]{1,1000})")
+"""A number as text a numeric column can compare: ASCII digits, no exponent (``1e999999`` overflows PostgreSQL)."""
+_MARIADB_LATIN1 = "".join(
+    chr(b) if b in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else bytes([b]).decode("cp1252") for b in range(256)
+)
+"""MySQL's ``latin1`` is Windows-1252, with the five bytes that code page leaves undefined as C1 controls."""
+_CHARSETS: dict[str, re.Pattern[str]] = {
+    "utf8mb3": re.compile("[\U00010000-\U0010ffff]"),
+    "utf8": re.compile("[\U00010000-\U0010ffff]"),
+    "ucs2": re.compile("[\U00010000-\U0010ffff]"),
+    "ascii": re.compile("[^\x00-\x7f]"),
+    "latin1": re.compile(f"[^{re.escape(_MARIADB_LATIN1)}]"),
+}
+"""Characters a MySQL/MariaDB column of these character sets cannot hold: comparing text holding one with such
+a column is an error ("Illegal mix of collations"), not a mismatch."""
+_SAMPLE = 20
+"""Update times read at open to check that a text column holds times."""
 
 _PG_STATES: dict[str, str] = {
     "57014": "timeout",  # query_canceled: statement_timeout
@@ -97,6 +119,26 @@ class _Garbage(Exception):
     pass
 
 
+_PG_INCOMPARABLE = "22"
+"""PostgreSQL's data exception class: a bound id the column's type cannot read (``22P02`` invalid text
+representation, ``22003`` out of range)."""
+_MYSQL_INCOMPARABLE = frozenset({1267, 1270, 1271, 1300, 1366})
+"""Illegal mix of collations (two, three or more operands), invalid character string, incorrect string value."""
+
+
+def _incomparable(exc: BaseException) -> bool:
+    """Whether a driver error says a bound value cannot be compared with its column, rather than that the database
+    is in trouble: such a value names no row."""
+    orig = exc.orig if isinstance(exc, sa_exc.DBAPIError) and exc.orig is not None else exc
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if isinstance(state, str):
+        return state.startswith(_PG_INCOMPARABLE)
+    module = type(orig).__module__.split(".", 1)[0]
+    if module in ("pymysql", "MySQLdb", "mariadb"):
+        return bool(orig.args) and orig.args[0] in _MYSQL_INCOMPARABLE
+    return False
+
+
 class _DriverError(Exception):
     """A DBAPI error raised on the direct cursor path, with whether the driver called it a disconnect."""
 
@@ -156,6 +198,58 @@ def unavailable(exc: BaseException, where: str, *, disconnect: bool = False) -> 
     return err
 
 
+def _declared(col: sa.Column[Any]) -> type | None:
+    try:
+        return cast(type, col.type.python_type)
+    except NotImplementedError:
+        return None
+
+
+@dataclass(frozen=True)
+class _Text:
+    """Which texts a column can compare, so that one it cannot is no row rather than a driver error.
+
+    ``form`` checks and spells the text as the database returns it (a uuid in lower case); ``chars`` finds a
+    character the column's character set lacks. Both None: any text compares.
+    """
+
+    form: Callable[[str], str | None] | None = None
+    chars: re.Pattern[str] | None = None
+
+    def __call__(self, text: str) -> str | None:
+        if self.chars is not None and self.chars.search(text):
+            return None
+        return text if self.form is None else self.form(text)
+
+    @property
+    def open(self) -> bool:
+        return self.form is None and self.chars is None
+
+
+def _uuid_text(text: str) -> str | None:
+    return text.lower() if _UUID.fullmatch(text) else None
+
+
+def _number_text(text: str) -> str | None:
+    return text if _NUMBER.fullmatch(text) else None
+
+
+def _text_of(col: sa.Column[Any], charset: str | None, dialect: str) -> _Text:
+    """What ``col`` can compare; SQLite compares any text with any column (and a NUMERIC one may hold text)."""
+    t = _declared(col) if dialect != "sqlite" else None
+    form = _uuid_text if t is uuid.UUID else _number_text if t in (Decimal, float) else None
+    return _Text(form, _CHARSETS.get(charset or ""))
+
+
+def _scope_read(col: sa.Column[Any], dialect: str) -> Callable[[Any], Any] | None:
+    """Stored scope values as text; PostgreSQL pads ``CHAR(n)`` with spaces that are not part of the value."""
+    if _python_type(col) is int:
+        return None
+    if dialect == "postgresql" and isinstance(col.type, sa.CHAR):
+        return lambda v: v.rstrip(" ") if type(v) is str else str(v)
+    return lambda v: v if type(v) is str else str(v)
+
+
 _MAX_STATEMENTS = 2048
 
 
@@ -171,8 +265,18 @@ class _Lookup:
     id_col: sa.Column[Any]
     scope_col: sa.Column[Any] | None
     updated_col: sa.ColumnElement[Any] | None
+    id_text: _Text = field(default_factory=_Text)
+    scope_text: _Text = field(default_factory=_Text)
+    scope_read: Callable[[Any], Any] | None = None
+    """How a stored scope value reads as the principal's text; None: the column is integer, compared exactly."""
+    owner: Callable[[Any], Any] | None = field(init=False, default=None)
+    """The stored scope of a scoped row, when it is compared again after the database."""
     compiled: dict[tuple[int, bool, tuple[str, ...]], tuple[str, tuple[str, ...], str]] = field(default_factory=dict)
     orders: dict[Any, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.scope_read is not None:
+            self.owner = itemgetter(-2 if self.updated_col is not None else -1)
 
     def order(self, fields: Iterable[str] | None) -> tuple[str, ...]:
         """The readable ones of ``fields`` (default: all) in policy order, remembered per set of names."""
@@ -199,12 +303,15 @@ class _Lookup:
         key = (n, scoped, fields)
         hit = self.compiled.get(key)
         if hit is None:
+            scoped = scoped and self.scope_col is not None
             selected = [self.id_col.label(ID), *(self.columns[f] for f in fields)]
+            if scoped and self.scope_read is not None:
+                selected.append(cast(sa.Column[Any], self.scope_col))
             if self.updated_col is not None:
                 selected.append(self.updated_col)
             stmt = sa.select(*selected).where(self.id_col.in_([sa.bindparam(f"id{i}") for i in range(n)]))
-            if scoped and self.scope_col is not None:
-                stmt = stmt.where(self.scope_col == sa.bindparam("principal"))
+            if scoped:
+                stmt = stmt.where(cast(sa.Column[Any], self.scope_col) == sa.bindparam("principal"))
             c = stmt.compile(dialect=dialect)
             names = tuple(c.positiontup or ()) if c.positional else self.canonical(n, scoped)
             mode = "named" if not c.positional else "given" if names == self.canonical(n, scoped) else "reordered"
@@ -222,10 +329,7 @@ class _Lookup:
 
 
 def _python_type(col: sa.Column[Any]) -> type:
-    try:
-        t = col.type.python_type
-    except NotImplementedError:
-        return str
+    t = _declared(col)
     return int if t is int else str
 
 
@@ -349,8 +453,48 @@ class RecordStore:
             raise unavailable(exc, "db") from None
         return md
 
+    def _charsets(self, conn: sa.Connection, tables: list[str]) -> dict[tuple[str, str], str]:
+        """The character set of every text column of ``tables`` on MySQL and MariaDB (elsewhere text is Unicode)."""
+        if self.engine.dialect.name not in ("mysql", "mariadb"):
+            return {}
+        rows = conn.execute(
+            sa.text(
+                "SELECT TABLE_NAME, COLUMN_NAME, CHARACTER_SET_NAME FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN :tables AND CHARACTER_SET_NAME IS NOT NULL"
+            ).bindparams(sa.bindparam("tables", expanding=True)),
+            {"tables": tables},
+        )
+        return {(t, c): cs.lower() for t, c, cs in rows}
+
+    def _updated_problem(self, conn: sa.Connection, name: str, ent: EntityPolicy, col: sa.Column[Any]) -> str:
+        """Why ``col`` cannot be the entity's update time ('' when it can): a column of numbers or dates, or text
+        that does not read as times, would make every record look out of date."""
+        what = f"column '{col.name}' of table '{ent.table}', the update time of entity '{name}',"
+        kind = _declared(col)
+        if kind is not None and not issubclass(kind, (datetime, str)):
+            return f"{what} is {col.type}, not a date and time (or ISO 8601 text)"
+        if kind is datetime and self.engine.dialect.name != "sqlite":
+            return ""
+        sample = conn.execute(
+            sa.select(sa.type_coerce(col, sa.types.NullType())).where(col.is_not(None)).limit(_SAMPLE)
+        ).scalars()
+        tz, utc = self.policy.db_tz, self.policy.db_timezone in UTC_NAMES
+        for value in sample:
+            if aware(value, tz, utc) is None:
+                return f"{what} holds {str(value)[:40]!r}, which is not a date and time in ISO 8601"
+        return ""
+
     def _build(self) -> dict[str, _Lookup]:
         md = self._reflect()
+        try:
+            with self.engine.connect() as conn:
+                return self._lookups_of(md, conn)
+        except sa_exc.SQLAlchemyError as exc:
+            raise unavailable(exc, "db") from None
+
+    def _lookups_of(self, md: sa.MetaData, conn: sa.Connection) -> dict[str, _Lookup]:
+        charsets = self._charsets(conn, sorted({e.table for e in self.policy.entities.values()}))
+        dialect = self.engine.dialect.name
         problems: list[Problem] = []
         lookups: dict[str, _Lookup] = {}
         for name, ent in self.policy.entities.items():
@@ -382,6 +526,10 @@ class RecordStore:
                     )
                 chosen[fname] = c.label(fname)
             upd = col(ent.updated_at, f"entities.{name}.updated_at") if ent.updated_at else None
+            if upd is not None:
+                why = self._updated_problem(conn, name, ent, upd)
+                if why:
+                    problems.append(Problem("policy", why, f"entities.{name}.updated_at"))
             scope = col(ent.scope, f"entities.{name}.scope") if ent.scope else None
             if id_col is None or problems:
                 continue
@@ -394,6 +542,9 @@ class RecordStore:
                 id_col,
                 scope,
                 upd.label(UPDATED_AT) if upd is not None else None,
+                _text_of(id_col, charsets.get((ent.table, id_col.name)), dialect),
+                _text_of(scope, charsets.get((ent.table, scope.name)), dialect) if scope is not None else _Text(),
+                _scope_read(scope, dialect) if scope is not None else None,
             )
         if problems:
             raise PolicyError("the policy does not match the database", problems=problems)
@@ -427,30 +578,33 @@ class RecordStore:
         hit = self._keyers.get(entity)
         if hit is not None:
             return hit
-        kind = self._lookups[entity].id_kind
+        lk = self._lookups[entity]
+        kind, text = lk.id_kind, None if lk.id_text.open else lk.id_text
         no_nul = self.engine.dialect.name == "postgresql"
         coerce, storable = self._coerce, self._storable
 
         def key(entity_id: Any) -> str | None:
             if kind is str and type(entity_id) is str and not (no_nul and "\x00" in entity_id):
-                return entity_id
+                return entity_id if text is None else text(entity_id)
             v = coerce(entity_id, kind)
             if v is None or not storable(v):
                 return None
-            return v if isinstance(v, str) else str(v)
+            if isinstance(v, str):
+                return v if text is None else text(v)
+            return str(v)
 
         self._keyers[entity] = key
         return key
 
     def keys(self, entity: str, entity_ids: list[Any]) -> list[str | None]:
-        """:meth:`id_key` of many ids; text ids of a text-keyed entity are their own keys."""
-        if (
-            len(entity_ids) >= 8
-            and self._lookups[entity].id_kind is str
-            and _all(entity_ids, str)
-            and (self.engine.dialect.name != "postgresql" or "\x00" not in "".join(entity_ids))
-        ):
-            return list(entity_ids)
+        """:meth:`id_key` of many ids; text ids of a text-keyed entity are their own keys when the column can hold
+        every character of them."""
+        lk = self._lookups[entity]
+        if len(entity_ids) >= 8 and lk.id_kind is str and lk.id_text.form is None and _all(entity_ids, str):
+            chars, no_nul = lk.id_text.chars, self.engine.dialect.name == "postgresql"
+            joined = "".join(entity_ids) if chars is not None or no_nul else ""
+            if not (no_nul and "\x00" in joined) and not (chars is not None and chars.search(joined)):
+                return list(entity_ids)
         return list(map(self.keyer(entity), entity_ids))
 
     def fields(self, entity: str, among: Iterable[str] | None = None) -> tuple[str, ...]:
@@ -461,12 +615,15 @@ class RecordStore:
     def read(
         self, entity: str, keys: Iterable[str], fields: Iterable[str] | None = None, principal: Any = None
     ) -> dict[str, Sequence[Any]]:
-        """Rows of ``entity`` by id key (from :meth:`id_key`) as sequences ``(id, *fields, updated_at)``.
+        """Rows of ``entity`` by id key (from :meth:`id_key`) as sequences ``(id, *fields, [scope,] updated_at)``.
 
         ``fields`` (default: all readable ones) must be whitelisted fields of the
         entity; ``updated_at`` is the last item when the entity has one. With a
         principal and a scoped entity, rows outside the scope are simply absent;
-        the empty principal is nobody's, so it reads no scoped row.
+        the empty principal is nobody's, so it reads no scoped row. A text scope
+        is selected too (before ``updated_at``) and compared again here, exactly:
+        the column's collation may hold ``ALICE``, ``alice `` and ``alicé`` equal
+        to ``alice``, as ids are (the caller finds a row under its exact key).
         Raises StoreUnavailable when the database cannot answer.
         """
         lk = self._lookups[entity]
@@ -475,33 +632,33 @@ class RecordStore:
         if lk.id_kind is int:
             coerce = self._coerce
             bound = list(dict.fromkeys(n for n in (coerce(k, int) for k in keys) if n is not None))
-        else:
+        elif lk.id_text.open:
             bound = list(dict.fromkeys(keys))
+        else:
+            bound = list(dict.fromkeys(k for k in map(lk.id_text, keys) if k is not None))
         if not bound:
             return {}
         scoped = lk.scope_col is not None and principal is not None
         principal_value = None
+        owner = None
         if scoped:
             if isinstance(principal, str) and not principal:
                 return {}
             principal_value = self._coerce(principal, lk.scope_kind or str)
-            if not self._storable(principal_value):
+            if isinstance(principal_value, str):
+                principal_value = lk.scope_text(principal_value)
+            if principal_value is None or not self._storable(principal_value):
                 return {}
+            owner = lk.owner
         out: dict[str, Sequence[Any]] = {}
-        dialect = self.engine.dialect
         try:
             for k in range(0, len(bound), self.batch_size):
-                chunk = bound[k : k + self.batch_size]
-                sql, names, mode = lk.statement(len(chunk), scoped, wanted, dialect)
-                values = [*chunk, principal_value] if scoped else chunk
-                if mode == "named":
-                    params: Any = dict(zip(names, values))
-                elif mode == "given":
-                    params = tuple(values)
-                else:
-                    by_name = dict(zip(lk.canonical(len(chunk), scoped), values))
-                    params = tuple(by_name[n] for n in names)
-                rows = self._execute(sql, params)
+                rows = self._select(lk, bound[k : k + self.batch_size], scoped, wanted, principal_value)
+                if owner is not None and rows:
+                    owners = list(map(owner, rows))
+                    if owners.count(principal_value) != len(rows):
+                        same = cast(Callable[[Any], Any], lk.scope_read)
+                        rows = [r for r, o in zip(rows, owners) if same(o) == principal_value]
                 ids = list(map(_first, rows))
                 if not (ids and _all(ids, str)):
                     ids = [i if type(i) is str else str(i) for i in ids]
@@ -524,6 +681,36 @@ class RecordStore:
             err.cause = "garbage"  # type: ignore[attr-defined]
             raise err from None
         return out
+
+    def _select(
+        self, lk: _Lookup, chunk: list[Any], scoped: bool, wanted: tuple[str, ...], principal: Any
+    ) -> Sequence[Any]:
+        """The rows of the ids ``chunk``; ids the id column cannot compare (the database refuses the statement as a
+        data error) are told apart by halving the chunk, and name no row."""
+        sql, names, mode = lk.statement(len(chunk), scoped, wanted, self.engine.dialect)
+        values = [*chunk, principal] if scoped else chunk
+        if mode == "named":
+            params: Any = dict(zip(names, values))
+        elif mode == "given":
+            params = tuple(values)
+        else:
+            by_name = dict(zip(lk.canonical(len(chunk), scoped), values))
+            params = tuple(by_name[n] for n in names)
+        try:
+            return self._execute(sql, params)
+        except _DriverError as exc:
+            if exc.disconnect or not _incomparable(exc.error):
+                raise
+        except sa_exc.DBAPIError as exc:
+            if exc.connection_invalidated or not _incomparable(exc):
+                raise
+        if len(chunk) == 1:
+            return []
+        half = len(chunk) // 2
+        return [
+            *self._select(lk, chunk[:half], scoped, wanted, principal),
+            *self._select(lk, chunk[half:], scoped, wanted, principal),
+        ]
 
     def _instrumented(self) -> bool:
         """Whether someone listens to this engine's statements (tracing, auditing, tests counting queries)."""
@@ -569,8 +756,10 @@ class RecordStore:
         """Rows of ``entity`` by id key as mappings of every readable field (plus ``__id__``, ``__updated_at__``)."""
         lk = self._lookups[entity]
         keys = [k for k in (self.id_key(entity, i) for i in ids) if k is not None]
-        names = (ID, *lk.columns, *((UPDATED_AT,) if lk.updated_col is not None else ()))
-        return {k: dict(zip(names, row)) for k, row in self.read(entity, keys, None, principal).items()}
+        rows = self.read(entity, keys, None, principal)
+        names = (ID, *lk.columns)
+        last = (UPDATED_AT,) if lk.updated_col is not None else ()
+        return {k: {**dict(zip(names, row)), **dict(zip(last, row[-1:]))} for k, row in rows.items()}
 
     def scoped(self, entity: str) -> bool:
         """Whether the entity's rows are scoped to a principal."""
