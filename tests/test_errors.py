@@ -106,11 +106,14 @@ def test_event_log_and_file_errors(tmp_path) -> None:
         list(read_events([tmp_path / "absent.log"]))
     with pytest.raises(OptionError):
         EventLog(tmp_path / "x.log", max_bytes=-1)
-    folder = tmp_path / "broken.jsonl.gz"
-    folder.write_bytes(b"not gzip")
+    absent = tmp_path / "absent.jsonl.gz"
     with pytest.raises(FileError) as info:
-        list(read_items([folder]))
-    assert info.value.location == str(folder)
+        list(read_items([absent]))
+    assert info.value.location == str(absent)
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(b"not gzip")
+    [item] = read_items([broken])  # damaged bytes are a record of the audit, not the end of it
+    assert (item.source, item.kind) == (str(broken), "unreadable")
 
 
 def test_regenerate_loop_refuses_zero_attempts(sqlite_demo) -> None:

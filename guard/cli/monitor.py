@@ -33,6 +33,12 @@ def monitor_cmd(
     min_shift: float = typer.Option(1.0, "--min-shift", help="Smallest median change in prose words per slot to flag."),
     watch: str = typer.Option("contradicted,not_found", "--watch", help="Statuses whose rate jumps are flagged."),
     domain: str | None = typer.Option(None, "--domain", help="Only events of this domain."),
+    policy: str | None = typer.Option(
+        None, "--policy", help="Policy YAML: fields it does not name fold into one _unlisted series, as in metrics."
+    ),
+    max_fields: int = typer.Option(
+        500, "--max-fields", help="Most field series kept; claims of further names fold into _unlisted._unlisted."
+    ),
     output: str = typer.Option("text", "--format", help="text or json."),
     tail: int = typer.Option(0, "--tail", help="Show only the last N windows in the text rate table (0: all)."),
     plot: str | None = typer.Option(None, "--plot", help="Also write a plot: report.html, .png or .svg."),
@@ -62,6 +68,8 @@ def monitor_cmd(
         min_delta=min_delta,
         min_shift=min_shift,
         domain=domain,
+        max_fields=max_fields,
+        listed=_listed(policy) if policy else None,
     )
     report = monitor_logs(logs, config)
     if plot:
@@ -79,6 +87,16 @@ def monitor_cmd(
             typer.echo(f"plot written to {plot}")
     if fail_on_alert and report.alerts:
         raise typer.Exit(exitcodes.FINDINGS)
+
+
+def _listed(path: str) -> frozenset[tuple[str, str]]:
+    """The policy's ``(entity, field)`` pairs: the only names that get a series of their own."""
+    from pathlib import Path
+
+    from guard.records.policy import load_policy
+
+    policy = load_policy(Path(path))
+    return frozenset((name, field) for name, entity in policy.entities.items() for field in entity.fields)
 
 
 def register(app: typer.Typer) -> None:

@@ -34,6 +34,7 @@ import re
 import shutil
 import sys
 import threading
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -310,7 +311,7 @@ def _lines(handle: Any, name: str, stats: ReadStats) -> Iterator[dict[str, Any]]
             stats.lines += 1
             try:
                 event = loads(raw.decode("utf-8"))  # str, not bytes: json skips guessing the encoding
-            except ValueError as exc:  # UnicodeDecodeError is one too
+            except (ValueError, RecursionError) as exc:  # undecodable, too deep, an integer beyond int's limit
                 if raw.strip():
                     stats._bad(f"{name}:{number}", f"not JSON ({exc.__class__.__name__})")
                 else:
@@ -321,9 +322,9 @@ def _lines(handle: Any, name: str, stats: ReadStats) -> Iterator[dict[str, Any]]
                 continue
             stats.events += 1
             yield event
-    except (OSError, EOFError) as exc:
-        # A truncated gzip member: keep what was read and say where it ended.
-        stats._bad(f"{name}:{number + 1}", f"file ends early ({exc})")
+    except (OSError, EOFError, zlib.error) as exc:
+        # A truncated or damaged gzip member: keep what was read and say where it ended.
+        stats._bad(f"{name}:{number + 1}", f"file ends early or is damaged ({exc})")
 
 
 def read_events(
@@ -332,8 +333,10 @@ def read_events(
     """Stream the events of ``paths`` (one path or several; with rotated files, gzip or not) one at a time.
 
     A line that is not a JSON object (half-written by a crashed process, cut by
-    a disk, edited by hand) is skipped and counted in ``stats`` rather than
-    ending the read: a monitor must survive its input. ``-`` reads standard
+    a disk, edited by hand, nested too deeply, an integer beyond Python's
+    digit limit) is skipped and counted in ``stats`` rather than ending the
+    read, and so is the rest of a damaged gzip member: a monitor must survive
+    its input. ``-`` reads standard
     input, after the files.
     """
     stats = stats if stats is not None else ReadStats()

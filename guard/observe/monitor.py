@@ -20,6 +20,17 @@ a minimum shift of the median.
 
 Resolved claims are ``confirmed``, ``contradicted``, ``not_found`` and
 ``stale``: ``unavailable`` and ``not_checkable`` say nothing about the model.
+
+Entity and field names are written by the model, so they cannot be allowed to
+make series without bound. Given the policy's fields (``listed``, or
+``guard monitor --policy``), a name not in it folds into
+``<entity>._unlisted`` (or ``_unlisted._unlisted`` for an entity not in it),
+the labels the Prometheus metrics use. Whatever the names, at most
+``max_fields`` series are kept (500 by default, ``--max-fields``) besides the
+fold: claims of further names, and names over 200 characters, fold into
+``_unlisted._unlisted``. Either way the fold is counted (``folded``).
+Memory and time then grow with the log's length and never with the number
+of names in it.
 """
 
 from __future__ import annotations
@@ -46,6 +57,18 @@ WATCHED: tuple[str, ...] = (Status.CONTRADICTED.value, Status.NOT_FOUND.value)
 _INDEX = {s: i for i, s in enumerate(STATUSES)}
 _OTHER = len(STATUSES)
 _RESOLVED_IDX = tuple(_INDEX[s] for s in RESOLVED)
+
+UNLISTED = "_unlisted"
+"""The name an entity or field folds into: the metric label of :data:`guard.pipeline.UNLISTED`."""
+
+MAX_FIELDS = 500
+"""Default cap on the series kept: far more fields than a policy names, few enough to render."""
+
+_LONGEST = 200
+"""A name longer than this is no policy's and folds: a series name never holds a megabyte."""
+
+_FIRST_SECOND = datetime.min.replace(tzinfo=UTC).timestamp()
+_LAST_SECOND = datetime.max.replace(tzinfo=UTC).timestamp()
 
 PROSE_EDGES: tuple[float, ...] = tuple(i * 0.25 for i in range(80)) + tuple(20.0 + 2 * i for i in range(41))
 """Lower bounds of the prose-per-slot bins: quarter words up to 20, then 2 words up to 100 (and above)."""
@@ -153,6 +176,9 @@ class MonitorConfig:
     min_delta: float = 0.01
     min_shift: float = 1.0
     domain: str | None = None
+    max_fields: int = MAX_FIELDS
+    listed: frozenset[tuple[str, str]] | None = None
+    """The policy's ``(entity, field)`` pairs; other names fold into ``_unlisted`` (None: no policy)."""
 
     def __post_init__(self) -> None:
         for name in ("baseline_start", "baseline_end"):
@@ -179,6 +205,8 @@ class MonitorConfig:
             problems.append("min_delta must be a rate difference from 0 up to 1")
         if not 0 <= self.min_shift < math.inf:
             problems.append("min_shift must be a finite number of words from 0 up (--min-shift)")
+        if self.max_fields < 1:
+            problems.append("max_fields must be at least 1 (--max-fields)")
         if self.correction not in ("bonferroni", "none"):
             problems.append("correction must be 'bonferroni' or 'none'")
         if problems:
@@ -201,6 +229,8 @@ class MonitorConfig:
             "min_delta": self.min_delta,
             "min_shift": self.min_shift,
             "domain": self.domain,
+            "max_fields": self.max_fields,
+            "policy_fields": None if self.listed is None else len(self.listed),
         }
 
 
@@ -327,8 +357,7 @@ class Report:
                             "counts": {s: series.count(w, s) for s in STATUSES if series.count(w, s)},
                             "rates": {s: _round(series.rate(w, s)) for s in self.config.watched},
                         }
-                        for w in self.windows
-                        if w in series.counts
+                        for w in sorted(series.counts)
                     ],
                 }
             )
@@ -387,7 +416,17 @@ class Monitor:
         self._windows: set[int] = set()
         self._last_ts: Any = object()  # never equal to a ts, not even a missing one
         self._last_window: int | None = None
-        self.counters = {"events": 0, "claims": 0, "decisions": 0, "ignored": 0, "untimed": 0, "other_domain": 0}
+        listed = self.config.listed
+        self._listed_entities = None if listed is None else frozenset(e for e, _ in listed)
+        self.counters = {
+            "events": 0,
+            "claims": 0,
+            "decisions": 0,
+            "ignored": 0,
+            "untimed": 0,
+            "other_domain": 0,
+            "folded": 0,
+        }
 
     def _window(self, event: Mapping[str, Any]) -> int | None:
         ts = event.get("ts")
@@ -400,6 +439,8 @@ class Monitor:
             else:
                 seconds = iso_time(ts).timestamp()  # type: ignore[arg-type]
             window = int(seconds // self._seconds)
+            if window * self._seconds < _FIRST_SECOND or (window + 1) * self._seconds > _LAST_SECOND:
+                raise OverflowError("the window of this time is not inside the years 1 to 9999")
         except (TypeError, ValueError, OverflowError, OSError):
             self.counters["untimed"] += 1
             return None
@@ -426,7 +467,7 @@ class Monitor:
             key = (str(claim.get("entity") or ""), str(claim.get("field") or ""))
             series = self._claims.get(key)
             if series is None:
-                series = self._claims[key] = FieldSeries(*key)
+                series = self._series(key)
             row = series.counts.get(window)
             if row is None:
                 row = series.counts[window] = [0] * (len(STATUSES) + 1)
@@ -459,6 +500,24 @@ class Monitor:
             bins = self._prose[window] = [0] * len(PROSE_EDGES)
         bins[index] += 1
 
+    def _series(self, key: tuple[str, str]) -> FieldSeries:
+        """The series of a name without one yet: its own, or the fold it belongs to (see the module)."""
+        listed = self.config.listed
+        folded = False
+        if len(key[0]) > _LONGEST or len(key[1]) > _LONGEST:
+            key, folded = (UNLISTED, UNLISTED), True
+        elif listed is not None and key not in listed:
+            assert self._listed_entities is not None
+            key, folded = (key[0] if key[0] in self._listed_entities else UNLISTED, UNLISTED), True
+        series = self._claims.get(key)
+        if series is None and len(self._claims) >= self.config.max_fields:
+            key, folded = (UNLISTED, UNLISTED), True
+            series = self._claims.get(key)
+        if series is None:
+            series = self._claims[key] = FieldSeries(*key)
+        self.counters["folded"] += folded
+        return series
+
     def add_all(self, events: Iterable[Mapping[str, Any]]) -> Monitor:
         add = self.add
         for event in events:
@@ -488,8 +547,11 @@ class Monitor:
         columns = [_INDEX[s] for s in cfg.watched]
         # Prefix sums per field over its windows, so a baseline of any length costs two bisections.
         prefix = {}
+        present: dict[int, list[tuple[str, str]]] = {}
         for key, series in self._claims.items():
             keys = sorted(series.counts)
+            for k in keys:
+                present.setdefault(k, []).append(key)
             sums = [[0] * (1 + len(columns))]
             for k in keys:
                 row = series.counts[k]
@@ -511,7 +573,8 @@ class Monitor:
             if span is None:
                 continue
             tests: list[tuple[FieldSeries, str, int, int, int, int, float, float, str] | None] = []
-            for key, series in self._claims.items():
+            for key in present.get(window, ()):  # a field without claims in this window is not tested in it
+                series = self._claims[key]
                 now = total(key, window, window + 1)
                 if now[0] < cfg.min_count:
                     continue
@@ -644,8 +707,14 @@ def _pct(value: float | None) -> str:
 
 def render(report: Report, console: Any, *, tail: int = 0) -> None:
     """Print the report's tables on a rich console, as many field columns side by side as fit; ``tail`` > 0
-    keeps the last windows of the rate table (a negative one would silently drop the first ones instead)."""
+    keeps the last windows of the rate table (a negative one would silently drop the first ones instead).
+
+    Names come from the model and file names from the operator: they are given to rich as
+    :class:`~rich.text.Text`, never as markup, so ``[/]`` in a field prints as written.
+    """
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     if tail < 0:
         raise OptionError(f"--tail must be 0 (all windows) or a number of windows, not {tail}", location="--tail")
@@ -662,10 +731,15 @@ def render(report: Report, console: Any, *, tail: int = 0) -> None:
     console.print(head)
     if read.get("malformed"):
         console.print(
-            f"[yellow]{read['malformed']} malformed line(s) skipped[/], first: {read['malformed_examples'][0]}"
+            f"[yellow]{read['malformed']} malformed line(s) skipped[/], first: {escape(read['malformed_examples'][0])}"
         )
     if report.counters.get("untimed"):
         console.print(f"[yellow]{report.counters['untimed']} event(s) without a readable ts skipped[/]")
+    if report.counters.get("folded"):
+        console.print(
+            f"[yellow]{report.counters['folded']} claim(s) folded into {UNLISTED}[/]: their entity or field is "
+            f"not in the policy, or is one name too many (--max-fields {cfg.max_fields})"
+        )
 
     summary = Table(title="Claims per field (all windows)", title_justify="left")
     summary.add_column("field", no_wrap=True)
@@ -677,7 +751,7 @@ def render(report: Report, console: Any, *, tail: int = 0) -> None:
         totals = series.totals()
         resolved = sum(totals[i] for i in _RESOLVED_IDX)
         summary.add_row(
-            series.name,
+            Text(series.name),
             str(resolved),
             *[_pct(totals[_INDEX[s]] / resolved if resolved else None) for s in RESOLVED],
             str(totals[_INDEX[Status.UNAVAILABLE.value]]),
@@ -698,8 +772,10 @@ def render(report: Report, console: Any, *, tail: int = 0) -> None:
         table = Table(title=f"Rates per window ({legend}; * = alert)", title_justify="left")
         table.add_column("window start (UTC)")
         for series in group:
-            table.add_column(series.name, justify="right")
+            table.add_column(Text(series.name), justify="right")
         for w in windows:
+            if not any(series.resolved(w) for series in group):
+                continue  # a row of empty cells says nothing, and many fields over many windows would be mostly that
             start = report.window_start(w)
             cells = []
             for series in group:
@@ -735,7 +811,7 @@ def render(report: Report, console: Any, *, tail: int = 0) -> None:
         for name in ("window start (UTC)", "kind", "subject", "what"):
             table.add_column(name)
         for a in report.alerts:
-            table.add_row(a.window_start.strftime("%Y-%m-%d %H:%M"), a.kind, a.subject, a.message)
+            table.add_row(a.window_start.strftime("%Y-%m-%d %H:%M"), a.kind, Text(a.subject), Text(a.message))
         console.print(table)
     else:
         console.print("No alerts.")
@@ -748,6 +824,8 @@ __all__ = [
     "PROSE_EDGES",
     "MonitorConfig",
     "Monitor",
+    "UNLISTED",
+    "MAX_FIELDS",
     "Report",
     "Alert",
     "FieldSeries",

@@ -22,6 +22,11 @@ MAX_FIELDS = 10
 """More lines than this make a plot unreadable; the fields with alerts and the highest rates are kept."""
 
 
+def _plain(name: str) -> str:
+    """A model-written name as matplotlib text: an unescaped ``$`` would start mathtext, which may not parse."""
+    return name.replace("$", r"\$")
+
+
 def _figure(report: Report) -> Any:
     try:
         import matplotlib
@@ -39,7 +44,7 @@ def _figure(report: Report) -> Any:
     alerted = {(a.entity, a.field) for a in report.alerts if a.kind == "rate_jump"}
 
     def peak(series: Any) -> float:
-        rates = [series.rate(w, s) or 0.0 for w in report.windows for s in cfg.watched]
+        rates = [series.rate(w, s) or 0.0 for w in series.counts for s in cfg.watched]
         return max(rates, default=0.0)
 
     chosen = sorted(report.fields, key=lambda s: ((s.entity, s.field) not in alerted, -peak(s)))[:MAX_FIELDS]
@@ -49,11 +54,14 @@ def _figure(report: Report) -> Any:
     fig, grid = plt.subplots(rows, 1, figsize=(11, 3.0 * rows), sharex=True, squeeze=False)
     axes = [a[0] for a in grid]
     colours = plt.get_cmap("tab10")
+    lines: list[Any] = []
     for ax, status in zip(axes, cfg.watched):
         for i, series in enumerate(chosen):
             values = [series.rate(w, status) for w in report.windows]
             ys = [math.nan if v is None else 100 * v for v in values]
-            ax.plot(centres, ys, marker=".", linewidth=1.4, color=colours(i % 10), label=series.name)
+            (line,) = ax.plot(centres, ys, marker=".", linewidth=1.4, color=colours(i % 10), label=_plain(series.name))
+            if ax is axes[0]:
+                lines.append(line)
         for a in report.alerts:
             if a.kind == "rate_jump" and a.status == status:
                 ax.axvspan(a.window_start, a.window_end, color="red", alpha=0.08)
@@ -66,7 +74,9 @@ def _figure(report: Report) -> Any:
         )
         ax.grid(alpha=0.3)
     if chosen:
-        axes[0].legend(loc="upper left", fontsize=8, ncol=min(len(chosen), 5))
+        # Handles and labels given explicitly: a label starting with "_" would otherwise be left out.
+        labels = [_plain(s.name) for s in chosen]
+        axes[0].legend(lines, labels, loc="upper left", fontsize=8, ncol=min(len(chosen), 5))
 
     ax = axes[-1]
     medians = [report.prose_summary(w)["median"] for w in report.windows]
@@ -103,9 +113,9 @@ def _html(report: Report, svg: str) -> str:
     head = "".join(f"<th>{e(s)}</th>" for s in watched)
     body = ""
     for series in report.fields:
-        resolved = sum(series.resolved(w) for w in report.windows)
+        resolved = sum(series.resolved(w) for w in series.counts)
         rates = "".join(
-            f"<td>{sum(series.count(w, s) for w in report.windows) / resolved:.1%}</td>" if resolved else "<td>-</td>"
+            f"<td>{sum(series.count(w, s) for w in series.counts) / resolved:.1%}</td>" if resolved else "<td>-</td>"
             for s in watched
         )
         body += f"<tr><td>{e(series.name)}</td><td>{resolved}</td>{rates}</tr>"

@@ -219,7 +219,15 @@ def test_events_without_time_other_domains_and_unknown_kinds_are_counted_not_use
         ]
     )
     r = m.report()
-    assert r.counters == {"events": 5, "claims": 1, "decisions": 0, "ignored": 1, "untimed": 2, "other_domain": 1}
+    assert r.counters == {
+        "events": 5,
+        "claims": 1,
+        "decisions": 0,
+        "ignored": 1,
+        "untimed": 2,
+        "other_domain": 1,
+        "folded": 0,
+    }
     (series,) = r.fields
     assert series.totals()[-1] == 1 and series.resolved(r.windows[0]) == 0
 
