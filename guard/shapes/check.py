@@ -739,10 +739,12 @@ def bind(
 
 
 def _witness(need: Need, claims: Sequence[Any]) -> str | None:
-    for entity, w in need.options:
+    """The key of a claim that proves the state: its field is the witness's (which names its own entity, so a
+    card's state may be witnessed by a payment field) and its value one the witness accepts."""
+    for _, w in need.options:
         accepted = {_norm(v) for v in w.accepted}
         for c in claims:
-            if f"{c.entity}.{c.field}" != w.field or c.entity != entity:
+            if f"{c.entity}.{c.field}" != w.field:
                 continue
             if not accepted or _norm(c.value) in accepted:
                 return str(c.key)

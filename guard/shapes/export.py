@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import product
+from typing import Any
 
 import regex
 
@@ -91,7 +92,7 @@ def to_lark(library: Library, slot_names: Mapping[str, Sequence[str]] | None = N
             continue
         if name == "start":
             continue
-        out.append(f"{name}: {body}")
+        out.append(f"{name}: {_factored(body)}")
         if "[end]" in body:
             out.append(f"{name}_stop: {body.replace('[end]', 'end')}")
             stops.append(f"{name}_stop")
@@ -114,6 +115,44 @@ def _rules(source: str) -> list[tuple[str, str]]:
             name, body = rules[-1]
             rules[-1] = (name, f"{body} {line.strip()}")
     return rules
+
+
+_ATOM = regex.compile(r'/(?:[^/\\\n]|\\.)+/i|"(?:[^"\\\n]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*')
+
+
+def _factored(body: str) -> str:
+    """A flat alternation of plain sequences written as a prefix tree ("has been (received | delivered)"), so an
+    Earley parser such as llguidance's predicts one item per distinct next word, not one per wording; any other
+    body is returned as it is."""
+    alts = [a.strip() for a in body.split(" | ")]
+    seqs = []
+    for a in alts:
+        atoms = _ATOM.findall(a)
+        if not atoms or " ".join(atoms) != a:
+            return body
+        seqs.append(atoms)
+    if len(seqs) < 2:
+        return body
+    trie: dict[str, Any] = {}
+    for seq in seqs:
+        node = trie
+        for atom in seq:
+            node = node.setdefault(atom, {})
+        node[""] = {}
+    return _render(trie)
+
+
+def _render(node: dict[str, Any]) -> str:
+    options = []
+    for atom, rest in node.items():
+        if atom == "":
+            continue
+        tail = _render(rest) if rest else ""
+        options.append(f"{atom} {tail}".strip())
+    if not options:
+        return ""
+    joined = options[0] if len(options) == 1 else "(" + " | ".join(options) + ")"
+    return f"[{joined}]" if "" in node else joined
 
 
 def _rewrite(m: regex.Match[str]) -> str:

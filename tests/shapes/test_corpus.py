@@ -14,8 +14,9 @@ from guard.shapes.sentences import list_domains
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpora" / "templates"
 ALL = ("train", "dev", "test")
-FLOORS = {"orders": 0.38}
-"""Clean acceptance on train+dev, per domain: a floor against regressions, raised as the lexicons grow."""
+FLOORS = {"orders": 0.80, "billing": 0.59, "account": 0.64, "travel": 0.80, "subscriptions": 0.54}
+"""Clean acceptance on train+dev, per domain, a little under what was measured when last raised (83%, 62%, 67%,
+83%, 56%): a floor against regressions. The test split is reported in the issue notes, never tuned on."""
 
 
 def _rows(domain: str, splits=ALL) -> list[dict]:
@@ -28,7 +29,7 @@ DOMAINS = sorted(d for d in list_domains() if (CORPUS / f"{d}.jsonl").is_file())
 
 
 def test_every_corpus_domain_ships_a_library():
-    corpus = sorted(p.stem for p in CORPUS.glob("*.jsonl") if p.stem != "challenge_unverified")
+    corpus = sorted(p.stem for p in CORPUS.glob("*.jsonl") if not p.stem.startswith("challenge"))
     assert corpus == DOMAINS
 
 
@@ -39,7 +40,7 @@ def test_at_least_300_unverified_sentences_are_all_rejected():
         total += len(rows)
         cov = measure(domain, rows)
         accepted += [text for _, text in cov.misses]
-    assert total >= 100 * len(DOMAINS)
+    assert total >= 300
     assert accepted == []
 
 
