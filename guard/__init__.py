@@ -30,6 +30,7 @@ _EXPORTS = {
     "Action": "guard.decision",
     "decide": "guard.decision",
     "Guard": "guard.pipeline",
+    "AsyncGuard": "guard.pipeline",
     "Mode": "guard.pipeline",
     "verify": "guard.pipeline",
     "regenerate_loop": "guard.pipeline",

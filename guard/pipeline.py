@@ -11,6 +11,7 @@ lookup), only reported, or off.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import threading
 import time
@@ -577,8 +578,159 @@ class Guard:
         self.close()
 
 
+class AsyncGuard:
+    """:class:`Guard` for asyncio applications: ``decision = await gate.run(payload, principal)``.
+
+    The gate is a :class:`Guard` (same stages, lint cache, policy, log and metrics) whose store is an
+    :class:`~guard.records.store.AsyncRecordStore`: claims are read through SQLAlchemy's asyncio engine, and the
+    CPU stages (parsing, the grammar and the classifier) run in a worker thread, so the event loop stays free.
+    The decision comes from the same :func:`_process` as Guard's, so both gates decide alike.
+
+    Building it compiles the grammar and loads the classifier (about a second: do it at start-up, or in a
+    thread); :meth:`open` or ``async with`` reflects the database.
+
+    >>> # async with AsyncGuard("policy.yaml", "postgresql+psycopg://app@db/records", domain="orders") as gate:
+    >>> #     decision = await gate.run(payload_json, principal="cus_1042")
+    """
+
+    def __init__(
+        self,
+        policy: Policy | str | Path | dict[str, Any],
+        db: str | Any,
+        *,
+        domain: str | None = None,
+        config: Any = None,
+        log: Any = None,
+        metrics: Any = None,
+        classifier: Any = "auto",
+        grammar_dir: Any = None,
+        limits: Limits | None = None,
+        statement_timeout: float = 5.0,
+        log_payloads: bool = False,
+        lint_cache_size: int = 1024,
+    ) -> None:
+        from guard.records.store import AsyncRecordStore
+
+        pol = load_policy(policy if not isinstance(policy, str) or "\n" in policy else Path(policy))
+        store = (
+            db if isinstance(db, AsyncRecordStore) else AsyncRecordStore(db, pol, statement_timeout=statement_timeout)
+        )
+        self.gate = Guard(
+            store.policy,
+            store,
+            domain=domain,
+            config=config,
+            log=log,
+            metrics=metrics,
+            classifier=classifier,
+            grammar_dir=grammar_dir,
+            limits=limits,
+            log_payloads=log_payloads,
+            lint_cache_size=lint_cache_size,
+        )
+        self.store: AsyncRecordStore = store
+
+    @property
+    def policy(self) -> Policy:
+        """The gate's policy."""
+        return self.gate.policy
+
+    @property
+    def domain(self) -> str | None:
+        """The gate's sentence library."""
+        return self.gate.domain
+
+    async def open(self) -> AsyncGuard:
+        """Reflect the database now (otherwise at the first run); a policy that does not match it is an error."""
+        await self.store.open()
+        return self
+
+    def _lint(self, payload: Payload | str | bytes | dict[str, Any]) -> tuple[Payload, LintResult]:
+        p = load_payload(payload, self.gate.limits)
+        types = {c.key: c.type.value for c in p.claims}
+        return p, shape_stage.bind(self.gate.lint_template(p.answer_template, types, p), p.claims)
+
+    async def lint(self, payload: Payload | str | bytes | dict[str, Any]) -> LintResult:
+        """The gate's stages on a payload's template (in a worker thread)."""
+        return (await asyncio.to_thread(self._lint, payload))[1]
+
+    async def lint_template(self, template: str, slot_types: Mapping[str, str]) -> LintResult:
+        """The gate's stages on one template (in a worker thread), through the gate's lint cache."""
+        return await asyncio.to_thread(self.gate.lint_template, template, dict(slot_types))
+
+    async def run(
+        self,
+        payload: Payload | str | bytes | dict[str, Any],
+        principal: Any = None,
+        *,
+        now: datetime | None = None,
+        request_id: str | None = None,
+    ) -> Decision:
+        """:meth:`Guard.run`, awaited. Raises only :class:`guard.errors.PayloadError` for a payload that cannot be
+        read."""
+        t0 = time.perf_counter()
+        g = self.gate
+        p, lint = await asyncio.to_thread(self._lint, payload)
+        decision: Decision = await self.store.call(
+            _process,
+            p,
+            lint,
+            g.modes,
+            g.policy,
+            g.store,
+            principal=principal,
+            now=now,
+            request_id=request_id or secrets.token_hex(16),
+        )
+        if g.log is not None or g.metrics is not None:
+            events = _events(
+                decision,
+                p,
+                lint,
+                domain=g.domain,
+                principal=principal,
+                latency_ms=(time.perf_counter() - t0) * 1000,
+                log_payload=g.log_payloads and g.log is not None,
+                include_values=bool(getattr(g.log, "include_values", False)),
+            )
+            if g.log is not None:
+                await asyncio.to_thread(_emit, g.log, events)
+            if g.metrics is not None:
+                for e in events:
+                    g.metrics.observe(g._metric_labels(e))
+        return decision
+
+    async def verify(
+        self,
+        payload: Payload | str | bytes | dict[str, Any],
+        principal: Any = None,
+        *,
+        now: datetime | None = None,
+        request_id: str | None = None,
+    ) -> Decision:
+        """:func:`verify` (the pipeline without the prose stages) on this gate's policy and store, awaited."""
+        g = self.gate
+        decision: Decision = await self.store.call(
+            verify, payload, g.policy, g.store, principal=principal, now=now, request_id=request_id, limits=g.limits
+        )
+        return decision
+
+    async def aclose(self) -> None:
+        """Close the store's connections and the log."""
+        await self.store.aclose()
+        if self.gate.log is not None and hasattr(self.gate.log, "close"):
+            await asyncio.to_thread(self.gate.log.close)
+
+    async def __aenter__(self) -> AsyncGuard:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 __all__ = [
     "Guard",
+    "AsyncGuard",
     "GateConfig",
     "DomainConfig",
     "LintCache",

@@ -31,6 +31,7 @@ COMMANDS = [
     "guard.cli.train",
     "guard.cli.classify",
     "guard.cli.rules",
+    "guard.cli.serve",
 ]
 
 app = typer.Typer(

@@ -785,4 +785,158 @@ class RecordStore:
         self.close()
 
 
-__all__ = ["RecordStore", "make_engine", "classify_error", "UPDATED_AT", "ID"]
+# -- the asyncio engine -----------------------------------------------------------
+_ASYNC_DRIVERS = {"sqlite": "aiosqlite", "postgresql": "psycopg_async", "mysql": "aiomysql", "mariadb": "aiomysql"}
+"""The asyncio driver guard uses per backend; each raises its sync sibling's errors (sqlite3, psycopg, PyMySQL), so
+:func:`classify_error` names the same causes on both engines."""
+
+
+def async_url(url: str | sa.URL) -> sa.URL:
+    """``url`` with its backend's asyncio driver (``sqlite:///x.db`` becomes ``sqlite+aiosqlite:///x.db``); a URL
+    that already names one of guard's asyncio drivers is kept."""
+    try:
+        u = sa.make_url(url)
+    except sa_exc.ArgumentError:
+        raise StoreUnavailable(f"'{url}' is not a database URL", location="db") from None
+    backend = u.get_backend_name()
+    driver = _ASYNC_DRIVERS.get(backend)
+    if driver is None:
+        raise StoreUnavailable(
+            f"guard has no asyncio driver for {backend}; use {', '.join(sorted(_ASYNC_DRIVERS))}", location="db"
+        )
+    return u if u.get_driver_name() == driver else u.set(drivername=f"{backend}+{driver}")
+
+
+def make_async_engine(
+    url: str | sa.URL, *, statement_timeout: float = 5.0, connect_timeout: float = 5.0, pool_size: int = 10
+) -> Any:
+    """An :class:`~sqlalchemy.ext.asyncio.AsyncEngine` with the defaults of :func:`make_engine`, on the backend's
+    asyncio driver (aiosqlite, psycopg's async connection, aiomysql)."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    u = async_url(url)
+    backend = u.get_backend_name()
+    kw: dict[str, Any] = {"pool_pre_ping": backend != "sqlite"}
+    connect_args: dict[str, Any] = {}
+    if backend == "sqlite":
+        connect_args = {"timeout": statement_timeout, "check_same_thread": False}
+    else:
+        kw.update(pool_size=pool_size, max_overflow=pool_size, pool_timeout=connect_timeout, pool_recycle=1800)
+        if backend == "postgresql":
+            options = " ".join(
+                filter(None, [str(u.query.get("options", "")), f"-c statement_timeout={int(statement_timeout * 1000)}"])
+            )
+            connect_args = {"connect_timeout": max(1, int(connect_timeout)), "options": options}
+        else:
+            connect_args = {"connect_timeout": max(1, int(connect_timeout))}
+    try:
+        engine = create_async_engine(u, connect_args=connect_args, **kw)
+    except (sa_exc.SQLAlchemyError, ImportError, TypeError, ValueError) as exc:
+        raise StoreUnavailable(f"cannot open {u.render_as_string(hide_password=True)}: {exc}", location="db") from None
+    if backend in ("mysql", "mariadb"):
+        _async_mysql_timeout(engine.sync_engine, statement_timeout)
+    return engine
+
+
+def _async_mysql_timeout(engine: Engine, statement_timeout: float) -> None:
+    """The statement timeout of :func:`_timeouts` for aiomysql, whose connection does not say which server it
+    reached: the server's version string does."""
+
+    @event.listens_for(engine, "connect")
+    def _set(dbapi_conn: Any, record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        try:
+            cur.execute("SELECT VERSION()")
+            row = cur.fetchone()
+            if "MariaDB" in str(row[0] if row else ""):
+                cur.execute(f"SET SESSION max_statement_time = {float(statement_timeout):.3f}")
+            else:
+                cur.execute(f"SET SESSION max_execution_time = {int(statement_timeout * 1000)}")
+        finally:
+            cur.close()
+
+
+class AsyncRecordStore(RecordStore):
+    """The record store on SQLAlchemy's asyncio engine, for :class:`guard.pipeline.AsyncGuard`.
+
+    The statements, the reading code and the checker are :class:`RecordStore`'s own: :meth:`call` runs them
+    through SQLAlchemy's greenlet bridge (the mechanism behind ``AsyncConnection.run_sync``), where every round
+    trip the sync code makes is awaited on the event loop through the asyncio driver. One code path therefore
+    reads for both gates, and the loop never blocks on the database. Reflection happens in :meth:`open`, or at
+    the first :meth:`call` when the database was down then.
+    """
+
+    def __init__(
+        self,
+        db: str | sa.URL | Any,
+        policy: Policy,
+        *,
+        statement_timeout: float = 5.0,
+        connect_timeout: float = 5.0,
+        pool_size: int = 10,
+    ) -> None:
+        from sqlalchemy.ext.asyncio import AsyncEngine
+
+        self.async_engine: AsyncEngine = (
+            db
+            if isinstance(db, AsyncEngine)
+            else make_async_engine(
+                db, statement_timeout=statement_timeout, connect_timeout=connect_timeout, pool_size=pool_size
+            )
+        )
+        self._deferred = True
+        super().__init__(self.async_engine.sync_engine, policy, defer_if_unavailable=True)
+        self._deferred = False
+
+    def _build(self) -> dict[str, _Lookup]:
+        if self._deferred:  # the base class builds at once; here that waits for the event loop (open or call)
+            raise StoreUnavailable("the asynchronous store reflects the database when opened", location="db")
+        return super()._build()
+
+    async def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)``, synchronous code that reads this store, with its database access awaited."""
+        from sqlalchemy.util import greenlet_spawn
+
+        return await greenlet_spawn(fn, *args, **kwargs)
+
+    async def open(self, *, defer_if_unavailable: bool = True) -> AsyncRecordStore:
+        """Reflect the policy's tables now: a missing table or column is a :class:`PolicyError` at start-up."""
+        try:
+            await self.call(lambda: self._lookups)
+        except StoreUnavailable:
+            if not defer_if_unavailable:
+                raise
+        return self
+
+    async def aping(self) -> bool:
+        """Whether the database answers a trivial query now."""
+        try:
+            async with self.async_engine.connect() as conn:
+                await conn.execute(sa.text("SELECT 1"))
+            return True
+        except (sa_exc.SQLAlchemyError, OSError):
+            return False
+
+    def ping(self) -> bool:
+        """Not available on the asyncio engine: use :meth:`aping`."""
+        raise TypeError("AsyncRecordStore.ping is asynchronous: await store.aping()")
+
+    async def aclose(self) -> None:
+        """Release every pooled connection."""
+        await self.async_engine.dispose()
+
+    def close(self) -> None:
+        """Drop the pool without awaiting its connections (use :meth:`aclose` inside the event loop)."""
+        self.async_engine.sync_engine.dispose(close=False)
+
+
+__all__ = [
+    "RecordStore",
+    "AsyncRecordStore",
+    "make_engine",
+    "make_async_engine",
+    "async_url",
+    "classify_error",
+    "UPDATED_AT",
+    "ID",
+]

@@ -1,0 +1,498 @@
+"""The ASGI application: a thin HTTP layer over :class:`guard.pipeline.AsyncGuard`.
+
+Every route authenticates the caller (``Authorization: Bearer <key>``, compared by its SHA-256), checks that the
+key may use the policy and domain it names (403 otherwise, whether or not they exist, so a key learns nothing
+about another's), counts it against the key's rate (429 with ``Retry-After``), then calls the library and sends
+the library's own ``to_dict()``. The principal for row scope is read only from the configured header
+(``X-Guard-Principal`` by default), which the trusted application sets for the customer it answers; nothing in a
+payload or query can set it.
+"""
+
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse, Response
+
+from guard._version import __version__
+from guard.errors import GuardError, Problem
+from guard.pipeline import AsyncGuard
+from guard.server import problems as P
+from guard.server.config import KeyConfig, ServeConfig, hash_key
+from guard.server.models import (
+    ClassifyOut,
+    ClassifyRequest,
+    DecisionOut,
+    GrammarsOut,
+    HealthOut,
+    LintOut,
+    LintRequest,
+    ProblemDetails,
+)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+access_log = logging.getLogger("guard.server.access")
+
+
+@dataclass
+class Caller:
+    """An authenticated key: its name in the config and what it may do."""
+
+    name: str
+    key: KeyConfig
+
+
+@dataclass
+class State:
+    """What the server builds once: one gate per (policy, domain), shared stores, the classifier, the meters."""
+
+    cfg: ServeConfig
+    gates: dict[tuple[str, str], AsyncGuard]
+    classifier: Any
+    metrics: Any
+    log: Any
+    entities: dict[str, list[str]]
+    keys: dict[str, str] = field(default_factory=dict)
+    limiter: Any = None
+    rates: dict[str, Any] = field(default_factory=dict)
+    started: bool = False
+
+    def stores(self) -> dict[str, Any]:
+        """Each policy's store (shared by its domains' gates)."""
+        return {p: g.store for (p, _d), g in self.gates.items()}
+
+
+def build_state(cfg: ServeConfig) -> State:
+    """Load policies, compile grammars, load the model: the slow part of start-up, done before serving.
+
+    Library errors (a policy that does not parse, a gate config naming an unknown stage) surface here as the
+    library's :class:`~guard.errors.ConfigError`, located by the key of ``serve.yaml`` that names the file.
+    """
+    from limits import parse, storage, strategies
+
+    from guard.observe.metrics import Metrics
+    from guard.records.policy import load_policy
+    from guard.records.store import AsyncRecordStore
+    from guard.shapes.sentences import load_domain
+
+    classifier = None
+    if cfg.classifier != "none":
+        from guard.linting.freetext import load_classifier
+
+        classifier = load_classifier(None if cfg.classifier == "auto" else cfg.classifier)
+    log = None
+    if cfg.log is not None:
+        from guard.observe.events import EventLog
+
+        log = EventLog(cfg.log)
+    metrics = Metrics()
+    gates: dict[tuple[str, str], AsyncGuard] = {}
+    for pname, pc in cfg.policies.items():
+        try:
+            policy = load_policy(Path(pc.policy))
+        except GuardError as exc:
+            exc.location = f"policies.{pname}.policy: {exc.location}" if exc.location else f"policies.{pname}.policy"
+            raise
+        store = AsyncRecordStore(pc.db, policy, statement_timeout=pc.statement_timeout, pool_size=pc.pool_size)
+        for domain in pc.domains:
+            gates[pname, domain] = AsyncGuard(
+                policy,
+                store,
+                domain=domain,
+                config=cfg.gate_config,
+                log=log,
+                metrics=metrics,
+                classifier=classifier if classifier is not None else "auto",
+                grammar_dir=cfg.grammar_dir,
+            )
+    domains = sorted({d for _p, d in gates})
+    state = State(
+        cfg,
+        gates,
+        classifier,
+        metrics,
+        log,
+        {d: list(load_domain(d, cfg.grammar_dir).compiled.entities) for d in domains},
+        keys={k.hash: name for name, k in cfg.keys.items()},
+        limiter=strategies.MovingWindowRateLimiter(storage.MemoryStorage()),
+        rates={name: parse(k.rate or cfg.limits.rate) for name, k in cfg.keys.items()},
+    )
+    return state
+
+
+# -- middleware --------------------------------------------------------------------
+class Edge:
+    """Outermost layer: request id, body size limit (413), access log and HTTP metrics.
+
+    The limit is checked against ``Content-Length`` before anything is read, and again while a body of unknown
+    length streams in, so an oversized body is never held in memory.
+    """
+
+    def __init__(self, app: ASGIApp, max_body: int, observe: Callable[[str, str, int, float], None]) -> None:
+        self.app, self.max_body, self.observe = app, max_body, observe
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        rid = secrets.token_hex(16)
+        scope.setdefault("state", {})["request_id"] = rid
+        status = 500
+        length = _content_length(scope)
+        if length is not None and (length < 0 or length > self.max_body):
+            code = 413 if length > self.max_body else 400
+            detail = (
+                f"the request body is larger than {self.max_body} bytes"
+                if code == 413
+                else "the Content-Length header is not a number"
+            )
+            response = P.problem(code, "too_large" if code == 413 else "request", detail, request_id=rid)
+            await response(scope, receive, send)
+            self.observe(scope["method"], "", code, time.perf_counter() - t0)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body:
+                    raise P.ServerProblem(413, "too_large", f"the request body is larger than {self.max_body} bytes")
+            return message
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message.setdefault("headers", []).append((b"x-request-id", rid.encode()))
+            await send(message)
+
+        try:
+            await self.app(scope, limited, sending)
+        finally:
+            route = scope.get("route")
+            self.observe(scope["method"], getattr(route, "path", ""), status, time.perf_counter() - t0)
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            text = value.decode("latin-1")
+            return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else -1
+    return None
+
+
+# -- the application --------------------------------------------------------------
+_PROBLEM_CONTENT = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemDetails"}}}
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {s: {"description": P._TITLES.get(s, "Error"), "content": _PROBLEM_CONTENT} for s in statuses}
+
+
+_PAYLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": "The payload exactly as the model wrote it.",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Payload"}}},
+    }
+}
+
+
+def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
+    """The application for ``cfg``; builds the gates now unless ``state`` is given."""
+    st = state or build_state(cfg)
+    http_requests, http_seconds = _http_metrics(st.metrics)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> Any:
+        for store in {id(s): s for s in st.stores().values()}.values():
+            await store.open()
+        st.started = True
+        try:
+            yield
+        finally:
+            st.started = False
+            for store in {id(s): s for s in st.stores().values()}.values():
+                await store.aclose()
+            if st.log is not None:
+                await asyncio.to_thread(st.log.close)
+
+    app = FastAPI(
+        title="guard",
+        version=__version__,
+        summary="Verify a language model's answers against the system of record.",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.add_exception_handler(GuardError, P.on_guard_error)
+    app.add_exception_handler(P.ServerProblem, P.on_server_problem)
+    app.add_exception_handler(RequestValidationError, P.on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, P.on_http_error)
+    app.add_exception_handler(Exception, P.on_unexpected)
+
+    def observe(method: str, route: str, status: int, seconds: float) -> None:
+        http_requests.labels(route or "unmatched", str(status)).inc()
+        http_seconds.labels(route or "unmatched").observe(seconds)
+        access_log.info(
+            json.dumps({"method": method, "route": route, "status": status, "ms": round(seconds * 1000, 3)})
+        )
+
+    app.add_middleware(Edge, max_body=cfg.limits.max_body_bytes, observe=observe)
+
+    bearer = HTTPBearer(auto_error=False, description="An API key from serve.yaml (stored there as its SHA-256).")
+    header = cfg.principal_header
+
+    def caller(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Caller:
+        if creds is None or creds.scheme.lower() != "bearer":
+            raise P.ServerProblem(401, "unauthorized", "an API key is required", headers={"WWW-Authenticate": "Bearer"})
+        name = st.keys.get(hash_key(creds.credentials))
+        if name is None:
+            raise P.ServerProblem(
+                401, "unauthorized", "the API key is not valid", headers={"WWW-Authenticate": "Bearer"}
+            )
+        rate = st.rates[name]
+        if not st.limiter.hit(rate, name):
+            reset = st.limiter.get_window_stats(rate, name).reset_time
+            raise P.ServerProblem(
+                429, "rate_limited", "this key has made too many requests", headers=P.retry_after(reset - time.time())
+            )
+        return Caller(name, cfg.keys[name])
+
+    Who = Annotated[Caller, Depends(caller)]
+
+    def gate_for(who: Caller, policy: str, domain: str | None) -> AsyncGuard:
+        pc = cfg.policies.get(policy)
+        chosen = domain if domain is not None else (pc.domains[0] if pc is not None else None)
+        if pc is None or policy not in who.key.policies:
+            raise P.ServerProblem(
+                403, "forbidden", "this key may not use the requested policy", problems=[_loc("query.policy")]
+            )
+        if chosen not in who.key.domains or (policy, chosen) not in st.gates:
+            raise P.ServerProblem(
+                403, "forbidden", "this key may not use the requested domain", problems=[_loc("query.domain")]
+            )
+        return st.gates[policy, chosen]
+
+    def when(who: Caller, now: str | None) -> datetime | None:
+        if now is None:
+            return None
+        if not who.key.allow_now:
+            raise P.ServerProblem(403, "forbidden", "this key may not set now", problems=[_loc("query.now")])
+        from guard.timeutil import parse_time
+
+        return parse_time(now, location="query.now")
+
+    async def timed(work: Awaitable[Any]) -> Any:
+        try:
+            return await asyncio.wait_for(work, cfg.limits.request_timeout)
+        except TimeoutError:
+            raise P.ServerProblem(
+                503, "timeout", f"the request took longer than {cfg.limits.request_timeout:g} s"
+            ) from None
+
+    now_doc = "Judge freshness at this ISO time (only keys with allow_now)."
+    principal_doc = (
+        "The customer the answer is for (row scope), set by the trusted application; payloads cannot set it."
+    )
+
+    @app.post(
+        "/v1/run",
+        response_model=None,
+        responses={200: {"model": DecisionOut}, **_errors(400, 401, 403, 413, 422, 429, 503)},
+        openapi_extra=_PAYLOAD_BODY,
+        summary="The whole gate: lint, check, decide, render.",
+    )
+    async def run(
+        request: Request,
+        who: Who,
+        policy: str = Query(..., max_length=128),
+        domain: str | None = Query(None, max_length=128),
+        now: str | None = Query(None, max_length=64, description=now_doc),
+        principal: str | None = Header(None, alias=header, description=principal_doc),
+    ) -> Response:
+        gate = gate_for(who, policy, domain)
+        moment = when(who, now)
+        body = await request.body()
+        decision = await timed(gate.run(body, principal, now=moment, request_id=request.state.request_id))
+        return JSONResponse(decision.to_dict())
+
+    @app.post(
+        "/v1/check",
+        response_model=None,
+        responses={200: {"model": DecisionOut}, **_errors(400, 401, 403, 413, 422, 429, 503)},
+        openapi_extra=_PAYLOAD_BODY,
+        summary="Check the claims only (no prose stages), decide and render.",
+    )
+    async def check(
+        request: Request,
+        who: Who,
+        policy: str = Query(..., max_length=128),
+        now: str | None = Query(None, max_length=64, description=now_doc),
+        principal: str | None = Header(None, alias=header, description=principal_doc),
+    ) -> Response:
+        gate = gate_for(who, policy, None)
+        moment = when(who, now)
+        body = await request.body()
+        decision = await timed(gate.verify(body, principal, now=moment, request_id=request.state.request_id))
+        return JSONResponse(decision.to_dict())
+
+    @app.post(
+        "/v1/lint",
+        response_model=None,
+        responses={200: {"model": LintOut}, **_errors(401, 403, 413, 422, 429, 503)},
+        summary="Lint a template in a domain with the gate's stages.",
+    )
+    async def lint(body: LintRequest, who: Who) -> Response:
+        if body.domain not in who.key.domains:
+            raise P.ServerProblem(
+                403, "forbidden", "this key may not use the requested domain", problems=[_loc("body.domain")]
+            )
+        gate = next(g for (p, d), g in st.gates.items() if d == body.domain)
+        result = await timed(gate.lint_template(body.template, {k: v.value for k, v in body.slot_types.items()}))
+        return JSONResponse(result.to_dict())
+
+    @app.post(
+        "/v1/classify",
+        response_model=None,
+        responses={200: {"model": ClassifyOut}, **_errors(401, 404, 413, 422, 429, 503)},
+        summary="Classify sentences: comparative, quantity, causal, with evidence spans.",
+    )
+    async def classify(body: ClassifyRequest, who: Who) -> Response:
+        if st.classifier is None:
+            raise P.ServerProblem(404, "not_found", "this server has no classifier (classifier: none)")
+        if len(body.sentences) > cfg.limits.max_sentences:
+            raise P.ServerProblem(
+                422,
+                "request",
+                f"at most {cfg.limits.max_sentences} sentences per request",
+                problems=[_loc("body.sentences")],
+            )
+        predictions = await timed(asyncio.to_thread(st.classifier.predict, body.sentences))
+        return JSONResponse({"predictions": [p.to_dict() for p in predictions]})
+
+    @app.get(
+        "/v1/schema/{policy}",
+        response_model=None,
+        responses={200: {"description": "JSON Schema of payloads under the policy"}, **_errors(401, 403, 429)},
+        summary="The structured-output JSON Schema of payloads under a policy.",
+    )
+    async def schema(policy: str, who: Who) -> Response:
+        from guard.records.schema import payload_schema
+
+        gate = gate_for(who, policy, None)
+        return JSONResponse(payload_schema(gate.policy))
+
+    @app.get(
+        "/v1/grammars",
+        response_model=None,
+        responses={200: {"model": GrammarsOut}, **_errors(401, 429)},
+        summary="The sentence libraries this key may use.",
+    )
+    async def grammars(who: Who) -> Response:
+        out = []
+        for d in sorted(st.entities):
+            if d in who.key.domains:
+                pols = sorted(p for (p, dd) in st.gates if dd == d and p in who.key.policies)
+                out.append({"domain": d, "entities": st.entities[d], "policies": pols})
+        return JSONResponse({"domains": out})
+
+    @app.get("/healthz", response_model=None, responses={200: {"model": HealthOut}}, summary="The process is up.")
+    async def healthz() -> Response:
+        return JSONResponse({"status": "ok", "checks": {}})
+
+    @app.get(
+        "/readyz",
+        response_model=None,
+        responses={200: {"model": HealthOut}, **_errors(503)},
+        summary="Every database answers; grammars and the model are loaded.",
+    )
+    async def readyz(request: Request) -> Response:
+        stores = {id(s): (p, s) for p, s in st.stores().items()}
+        answers = await asyncio.gather(*(s.aping() for _p, s in stores.values()))
+        checks = {f"db:{p}": ok for (p, _s), ok in zip(stores.values(), answers)}
+        checks["grammars"] = bool(st.gates) and st.started
+        checks["model"] = st.classifier is not None or cfg.classifier == "none"
+        failed = [Problem("not_ready", f"{k} is not ready", k) for k, ok in checks.items() if not ok]
+        if failed:
+            return P.problem(503, "not_ready", "the server is not ready", problems=failed)
+        return JSONResponse({"status": "ready", "checks": checks})
+
+    @app.get(
+        "/metrics", response_model=None, summary="Prometheus metrics.", responses={200: {"content": {"text/plain": {}}}}
+    )
+    async def metrics() -> Response:
+        return Response(st.metrics.expose(), media_type=st.metrics.content_type)
+
+    if cfg.proxy is not None:
+        from guard.server.proxy import add_proxy
+
+        add_proxy(app, cfg, st, caller, gate_for, header)
+
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.state.guard = st
+    return app
+
+
+def _loc(where: str) -> Problem:
+    return Problem("forbidden" if where.startswith("query") else "request", "not allowed", where)
+
+
+def _http_metrics(metrics: Any) -> tuple[Any, Any]:
+    from prometheus_client import Counter, Histogram
+
+    reg = metrics.registry
+    return (
+        Counter("guard_http_requests", "HTTP requests by route and status.", ["route", "status"], registry=reg),
+        Histogram("guard_http_request_seconds", "HTTP request latency by route.", ["route"], registry=reg),
+    )
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, with guard's Payload and ProblemDetails as components and every 422 as a problem."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    from pydantic.json_schema import models_json_schema
+
+    from guard.payload import Payload
+
+    doc = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+    _, defs = models_json_schema(
+        [(Payload, "validation"), (ProblemDetails, "serialization")], ref_template="#/components/schemas/{model}"
+    )
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(defs.get("$defs", {}))
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    for path in doc.get("paths", {}).values():
+        for op in path.values():
+            responses = op.get("responses", {})
+            if "422" in responses:
+                responses["422"] = {"description": "Unprocessable content", "content": _PROBLEM_CONTENT}
+    app.openapi_schema = doc
+    return doc
+
+
+__all__ = ["create_app", "build_state", "State"]
