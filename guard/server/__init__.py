@@ -21,6 +21,14 @@ from pathlib import Path
 from typing import Any
 
 CONFIG_ENV = "GUARD_SERVE_CONFIG"
+UVICORN_OPTIONS: dict[str, Any] = {
+    "proxy_headers": False,
+    "server_header": False,
+    "timeout_graceful_shutdown": 30,
+    "log_level": "warning",
+}
+"""How guard runs uvicorn: no ``Server`` header, no trust in ``X-Forwarded-*``, 30 s for in-flight requests to
+finish on shutdown."""
 
 
 def app_from_env() -> Any:
@@ -37,20 +45,19 @@ def app_from_env() -> Any:
 
 def serve(config: str | Path, *, host: str | None = None, port: int | None = None, workers: int | None = None) -> None:
     """Validate the config (an error names the key), then serve until interrupted; in-flight requests finish."""
-    import uvicorn
+    try:
+        import uvicorn
 
-    from guard.server.app import create_app
+        from guard.server.app import create_app
+    except ImportError as exc:
+        from guard.errors import DependencyError
+
+        raise DependencyError(f"guard serve needs the server extra (pip install 'guard[server]'): {exc}") from None
     from guard.server.config import load_serve_config
 
     cfg = load_serve_config(config)
     n = workers or cfg.workers
-    options: dict[str, Any] = {
-        "host": host or cfg.host,
-        "port": cfg.port if port is None else port,
-        "proxy_headers": False,
-        "server_header": False,
-        "timeout_graceful_shutdown": 30,
-    }
+    options: dict[str, Any] = {**UVICORN_OPTIONS, "host": host or cfg.host, "port": cfg.port if port is None else port}
     if n > 1:
         os.environ[CONFIG_ENV] = str(Path(config).resolve())
         uvicorn.run("guard.server:app_from_env", factory=True, workers=n, **options)
@@ -58,4 +65,4 @@ def serve(config: str | Path, *, host: str | None = None, port: int | None = Non
         uvicorn.run(create_app(cfg), **options)
 
 
-__all__ = ["serve", "app_from_env", "CONFIG_ENV"]
+__all__ = ["serve", "app_from_env", "CONFIG_ENV", "UVICORN_OPTIONS"]

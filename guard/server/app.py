@@ -8,7 +8,6 @@ the library's own ``to_dict()``. The principal for row scope is read only from t
 payload or query can set it.
 """
 
-
 import asyncio
 import json
 import logging

@@ -12,7 +12,6 @@ client's ``default_headers``); by default the key's first policy and that policy
 comes from the server's principal header, as everywhere.
 """
 
-
 import json
 import os
 import time

@@ -13,6 +13,7 @@ import pytest
 import uvicorn
 import yaml
 
+from guard.server import UVICORN_OPTIONS
 from guard.server.app import create_app
 from guard.server.config import hash_key, load_serve_config
 
@@ -80,7 +81,7 @@ def start(app) -> tuple[str, uvicorn.Server, threading.Thread]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="on", **UVICORN_OPTIONS))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
