@@ -17,6 +17,9 @@ Several workers: uvicorn starts each from :func:`app_from_env`, which reads the 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,25 @@ UVICORN_OPTIONS: dict[str, Any] = {
 }
 """How guard runs uvicorn: no ``Server`` header, no trust in ``X-Forwarded-*``, 30 s for in-flight requests to
 finish on shutdown."""
+LOG_CONFIG: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(message)s"},
+        "server": {"format": "%(asctime)s %(name)s %(levelname)s %(message)s"},
+    },
+    "handlers": {
+        "access": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stdout"},
+        "server": {"class": "logging.StreamHandler", "formatter": "server", "stream": "ext://sys.stderr"},
+    },
+    "loggers": {
+        "guard.server.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+        "guard.server": {"handlers": ["server"], "level": "WARNING", "propagate": False},
+        "uvicorn": {"handlers": ["server"], "level": "INFO", "propagate": False},
+    },
+}
+"""One JSON line per request on stdout (request id, key name, route template, status, milliseconds); the server's
+own messages on stderr."""
 
 
 def app_from_env() -> Any:
@@ -57,12 +79,34 @@ def serve(config: str | Path, *, host: str | None = None, port: int | None = Non
 
     cfg = load_serve_config(config)
     n = workers or cfg.workers
-    options: dict[str, Any] = {**UVICORN_OPTIONS, "host": host or cfg.host, "port": cfg.port if port is None else port}
-    if n > 1:
-        os.environ[CONFIG_ENV] = str(Path(config).resolve())
-        uvicorn.run("guard.server:app_from_env", factory=True, workers=n, **options)
-    else:
+    options: dict[str, Any] = {
+        **UVICORN_OPTIONS,
+        "host": host or cfg.host,
+        "port": cfg.port if port is None else port,
+        "log_config": LOG_CONFIG,
+        "access_log": False,
+    }
+    if n == 1:
         uvicorn.run(create_app(cfg), **options)
+        return
+    os.environ[CONFIG_ENV] = str(Path(config).resolve())
+    with _multiprocess_metrics():
+        uvicorn.run("guard.server:app_from_env", factory=True, workers=n, **options)
+
+
+@contextmanager
+def _multiprocess_metrics() -> Iterator[None]:
+    """Workers count into files of one folder, summed by ``/metrics`` (prometheus_client's multiprocess mode):
+    the one named by ``PROMETHEUS_MULTIPROC_DIR``, or a fresh one removed at exit."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="guard-metrics-") as folder:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+        try:
+            yield
+        finally:
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
 
 __all__ = ["serve", "app_from_env", "CONFIG_ENV", "UVICORN_OPTIONS"]

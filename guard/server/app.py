@@ -146,7 +146,7 @@ class Edge:
     length streams in, so an oversized body is never held in memory.
     """
 
-    def __init__(self, app: ASGIApp, max_body: int, observe: Callable[[str, str, int, float], None]) -> None:
+    def __init__(self, app: ASGIApp, max_body: int, observe: Callable[[Scope, int, float], None]) -> None:
         self.app, self.max_body, self.observe = app, max_body, observe
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -167,7 +167,7 @@ class Edge:
             )
             response = P.problem(code, "too_large" if code == 413 else "request", detail, request_id=rid)
             await response(scope, receive, send)
-            self.observe(scope["method"], "", code, time.perf_counter() - t0)
+            self.observe(scope, code, time.perf_counter() - t0)
             return
         seen = 0
 
@@ -190,8 +190,7 @@ class Edge:
         try:
             await self.app(scope, limited, sending)
         finally:
-            route = scope.get("route")
-            self.observe(scope["method"], getattr(route, "path", ""), status, time.perf_counter() - t0)
+            self.observe(scope, status, time.perf_counter() - t0)
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -252,19 +251,29 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, P.on_http_error)
     app.add_exception_handler(Exception, P.on_unexpected)
 
-    def observe(method: str, route: str, status: int, seconds: float) -> None:
-        http_requests.labels(route or "unmatched", str(status)).inc()
-        http_seconds.labels(route or "unmatched").observe(seconds)
-        access_log.info(
-            json.dumps({"method": method, "route": route, "status": status, "ms": round(seconds * 1000, 3)})
-        )
+    def observe(scope: Scope, status: int, seconds: float) -> None:
+        """Count the request and write one JSON access line (route template, never the raw path or query)."""
+        route = getattr(scope.get("route"), "path", "") or "unmatched"
+        http_requests.labels(route, str(status)).inc()
+        http_seconds.labels(route).observe(seconds)
+        if access_log.isEnabledFor(logging.INFO):
+            state = scope.get("state", {})
+            line = {
+                "request_id": state.get("request_id"),
+                "key": state.get("key"),
+                "method": scope["method"],
+                "route": route,
+                "status": status,
+                "ms": round(seconds * 1000, 3),
+            }
+            access_log.info(json.dumps(line))
 
     app.add_middleware(Edge, max_body=cfg.limits.max_body_bytes, observe=observe)
 
     bearer = HTTPBearer(auto_error=False, description="An API key from serve.yaml (stored there as its SHA-256).")
     header = cfg.principal_header
 
-    def caller(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Caller:
+    def caller(request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Caller:
         if creds is None or creds.scheme.lower() != "bearer":
             raise P.ServerProblem(401, "unauthorized", "an API key is required", headers={"WWW-Authenticate": "Bearer"})
         name = st.keys.get(hash_key(creds.credentials))
@@ -272,6 +281,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
             raise P.ServerProblem(
                 401, "unauthorized", "the API key is not valid", headers={"WWW-Authenticate": "Bearer"}
             )
+        request.state.key = name
         rate = st.rates[name]
         if not st.limiter.hit(rate, name):
             reset = st.limiter.get_window_stats(rate, name).reset_time

@@ -1,0 +1,125 @@
+"""``guard serve`` as a process: several workers with summed metrics, a JSON access log, graceful shutdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from guard import demo
+from tests.server.conftest import KEYS, write_config
+from tests.server.test_proxy import ASK, right
+from tests.server.upstream import Upstream
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture()
+def launch(tmp_path):
+    procs = []
+
+    def start(config: Path, *args: str, **env: str) -> tuple[subprocess.Popen, str, Path]:
+        port = free_port()
+        out = tmp_path / f"out{len(procs)}.log"
+        full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "guard", "serve", "--config", str(config), "--port", str(port), *args],
+            stdout=out.open("w"),
+            stderr=subprocess.STDOUT,
+            env=full_env,
+            cwd=tmp_path,
+        )
+        procs.append(proc)
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, out.read_text()
+            assert time.monotonic() < deadline, out.read_text()
+            time.sleep(0.2)
+        return proc, base, out
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_two_workers_count_into_one_set_of_metrics(launch, tmp_path, sqlite_demo):
+    folder = tmp_path / "metrics"
+    folder.mkdir()
+    proc, base, out = launch(
+        write_config(tmp_path, sqlite_demo[0]), "--workers", "2", PROMETHEUS_MULTIPROC_DIR=str(folder)
+    )
+    headers = {"Authorization": f"Bearer {KEYS['shop']}", "X-Guard-Principal": demo.PRINCIPAL}
+    for _ in range(12):
+        with httpx.Client(base_url=base, headers=headers) as c:  # a new connection each time
+            r = c.post(
+                "/v1/run", params={"policy": "orders", "now": demo.NOW.isoformat()}, json=demo.payloads()["answer"]
+            )
+            assert r.status_code == 200 and r.json()["action"] == "answer"
+    pids = {re.sub(r"\D", "", f.stem) for f in folder.glob("*.db")}
+    assert len(pids) == 2  # both workers write their counts
+    for _ in range(4):
+        text = httpx.get(base + "/metrics").text
+        assert 'guard_decisions_total{action="answer"} 12.0' in text
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines() if line.startswith("{")]
+    runs = [line for line in lines if line["route"] == "/v1/run"]
+    assert len(runs) == 12 and {line["key"] for line in runs} == {"shop"} and {line["status"] for line in runs} == {200}
+
+
+def test_shutdown_lets_the_request_in_flight_finish(launch, tmp_path, sqlite_demo):
+    upstream = Upstream()
+    try:
+        config = write_config(tmp_path, sqlite_demo[0])
+        data = yaml.safe_load(config.read_text())
+        data["proxy"] = {"upstream": upstream.url, "timeout": 10}
+        data["log"] = "events.jsonl"
+        config.write_text(yaml.safe_dump(data))
+        proc, base, _out = launch(config)
+        upstream.play(("sleep", 1.5), ("payload", right()))
+        result: dict = {}
+
+        def ask() -> None:
+            headers = {"Authorization": f"Bearer {KEYS['shop']}", "X-Guard-Principal": demo.PRINCIPAL}
+            result["r"] = httpx.post(base + "/v1/chat/completions", json=ASK, headers=headers, timeout=30)
+
+        t = threading.Thread(target=ask)
+        t.start()
+        deadline = time.monotonic() + 10
+        while not upstream.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        t.join(timeout=30)
+        assert result["r"].status_code == 200
+        assert result["r"].json()["guard"]["action"] == "answer"
+        # uvicorn re-raises the signal once it has shut down, so the exit reads as SIGTERM's
+        assert proc.wait(timeout=30) in (0, -signal.SIGTERM)
+        events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+        assert [e["action"] for e in events if e["event"] == "decision"] == ["answer"]
+    finally:
+        upstream.close()
