@@ -583,7 +583,9 @@ class AsyncGuard:
 
     The gate is a :class:`Guard` (same stages, lint cache, policy, log and metrics) whose store is an
     :class:`~guard.records.store.AsyncRecordStore`: claims are read through SQLAlchemy's asyncio engine, and the
-    CPU stages (parsing, the grammar and the classifier) run in a worker thread, so the event loop stays free.
+    lint stages (the grammar and the classifier, milliseconds to a second for a new template) run in a worker
+    thread, so the event loop stays free. Parsing (bounded by the payload limits), a lint-cache hit and the
+    comparisons stay on the loop: a thread hop would cost more than they do.
     The decision comes from the same :func:`_process` as Guard's, so both gates decide alike.
 
     Building it compiles the grammar and loads the classifier (about a second: do it at start-up, or in a
@@ -645,18 +647,32 @@ class AsyncGuard:
         await self.store.open()
         return self
 
-    def _lint(self, payload: Payload | str | bytes | dict[str, Any]) -> tuple[Payload, LintResult]:
+    async def _lint(self, payload: Payload | str | bytes | dict[str, Any]) -> tuple[Payload, LintResult]:
+        """Parse (bounded by the payload limits) and bind on the loop; the stages, when the template is not in
+        the lint cache, in a worker thread."""
         p = load_payload(payload, self.gate.limits)
         types = {c.key: c.type.value for c in p.claims}
-        return p, shape_stage.bind(self.gate.lint_template(p.answer_template, types, p), p.claims)
+        return p, shape_stage.bind(await self._lint_template(p.answer_template, types, p), p.claims)
+
+    async def _lint_template(self, template: str, slot_types: Mapping[str, str], payload: Payload | None) -> LintResult:
+        g = self.gate
+        key = (g.domain, template, tuple(sorted(slot_types.items())))
+        found = g.lint_cache.get(key)
+        if g.metrics is not None:
+            g.metrics.observe_lint_cache(found is not None)
+        if found is None:
+            ctx = LintContext(template, g.domain or "", dict(slot_types), g.grammar_dir, payload=payload)
+            found = await asyncio.to_thread(run_stages, ctx, g.stages)
+            g.lint_cache.put(key, found)
+        return found
 
     async def lint(self, payload: Payload | str | bytes | dict[str, Any]) -> LintResult:
-        """The gate's stages on a payload's template (in a worker thread)."""
-        return (await asyncio.to_thread(self._lint, payload))[1]
+        """The gate's stages on a payload's template, through the gate's lint cache."""
+        return (await self._lint(payload))[1]
 
     async def lint_template(self, template: str, slot_types: Mapping[str, str]) -> LintResult:
-        """The gate's stages on one template (in a worker thread), through the gate's lint cache."""
-        return await asyncio.to_thread(self.gate.lint_template, template, dict(slot_types))
+        """The gate's stages on one template (in a worker thread unless cached), through the gate's lint cache."""
+        return await self._lint_template(template, slot_types, None)
 
     async def run(
         self,
@@ -670,7 +686,7 @@ class AsyncGuard:
         read."""
         t0 = time.perf_counter()
         g = self.gate
-        p, lint = await asyncio.to_thread(self._lint, payload)
+        p, lint = await self._lint(payload)
         decision: Decision = await self.store.call(
             _process,
             p,
