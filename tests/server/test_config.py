@@ -100,3 +100,19 @@ def test_serve_without_or_with_a_bad_config_is_one_line(tmp_path, capsys):
     assert main(["serve", "--config", str(tmp_path / "serve.yaml")]) == 1
     err = capsys.readouterr().err
     assert "policies: Dictionary should have at least 1 item" in err and "Traceback" not in err
+
+
+def test_the_example_config_is_valid(tmp_path):
+    """deploy/serve/serve.example.yaml, with its policy file and gate config made to exist."""
+    from importlib import resources
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "deploy" / "serve" / "serve.example.yaml"
+    data = yaml.safe_load(example.read_text())
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "orders.yaml").write_text((resources.files("guard.demo") / "policy.yaml").read_text())
+    (tmp_path / "gate.yaml").write_text("{}\n")
+    data["log"] = "events.jsonl"
+    cfg = load_serve_config(data, base=tmp_path)
+    assert cfg.keys["storefront"].hash == hash_key("gk_example_do_not_use")
+    assert cfg.proxy is not None and cfg.proxy.upstream.endswith("/v1")
