@@ -10,8 +10,8 @@ Modules: :mod:`~guard.server.config` (``serve.yaml``, validated at start, keys s
 :mod:`~guard.server.models` (the OpenAPI bodies), :mod:`~guard.server.proxy` (the OpenAI-compatible verifying
 proxy).
 
-Several workers: uvicorn starts each from :func:`app_from_env`, which reads the config named by
-``GUARD_SERVE_CONFIG`` (set by :func:`serve`).
+Workers: uvicorn's supervisor starts each from :func:`app_from_env`, which reads the config named by
+``GUARD_SERVE_CONFIG`` (set by :func:`serve`); SIGHUP replaces them one by one (a reload that drops no request).
 """
 
 from __future__ import annotations
@@ -54,23 +54,40 @@ own messages on stderr."""
 
 
 def app_from_env() -> Any:
-    """The application for the config file named by ``GUARD_SERVE_CONFIG`` (uvicorn's factory for workers)."""
-    from guard.errors import ConfigError
+    """The application for the config file named by ``GUARD_SERVE_CONFIG`` (uvicorn's factory for workers).
+
+    A config that no longer loads (a reload after a bad edit) is one line on stderr and a worker that does not
+    start: uvicorn then keeps the workers it has.
+    """
+    import sys
+
+    from guard.errors import ConfigError, GuardError
     from guard.server.app import create_app
     from guard.server.config import load_serve_config
 
-    path = os.environ.get(CONFIG_ENV)
-    if not path:
-        raise ConfigError(f"{CONFIG_ENV} names no serve config", location=CONFIG_ENV)
-    return create_app(load_serve_config(path))
+    try:
+        path = os.environ.get(CONFIG_ENV)
+        if not path:
+            raise ConfigError(f"{CONFIG_ENV} names no serve config", location=CONFIG_ENV)
+        return create_app(load_serve_config(path))
+    except GuardError as exc:
+        print(f"guard: error: {exc}", file=sys.stderr)
+        sys.exit(3)  # uvicorn's STARTUP_FAILURE
 
 
 def serve(config: str | Path, *, host: str | None = None, port: int | None = None, workers: int | None = None) -> None:
-    """Validate the config (an error names the key), then serve until interrupted; in-flight requests finish."""
+    """Validate the config (an error names the key), then serve until interrupted.
+
+    Workers run under uvicorn's process supervisor, even one: SIGTERM or SIGINT lets requests in flight finish;
+    SIGHUP replaces the workers one by one, each new one reading serve.yaml, the policies, grammars and model
+    afresh and taking requests before the old one retires, so a reload drops none (a config that does not load
+    leaves the old workers serving).
+    """
     try:
         import uvicorn
+        from uvicorn.supervisors import Multiprocess
 
-        from guard.server.app import create_app
+        import guard.server.app  # noqa: F401  (fails here, with the hint, when the extra is missing)
     except ImportError as exc:
         from guard.errors import DependencyError
 
@@ -78,20 +95,20 @@ def serve(config: str | Path, *, host: str | None = None, port: int | None = Non
     from guard.server.config import load_serve_config
 
     cfg = load_serve_config(config)
-    n = workers or cfg.workers
-    options: dict[str, Any] = {
-        **UVICORN_OPTIONS,
-        "host": host or cfg.host,
-        "port": cfg.port if port is None else port,
-        "log_config": LOG_CONFIG,
-        "access_log": False,
-    }
-    if n == 1:
-        uvicorn.run(create_app(cfg), **options)
-        return
     os.environ[CONFIG_ENV] = str(Path(config).resolve())
+    server = uvicorn.Config(
+        "guard.server:app_from_env",
+        factory=True,
+        workers=workers or cfg.workers,
+        host=host or cfg.host,
+        port=cfg.port if port is None else port,
+        log_config=LOG_CONFIG,
+        access_log=False,
+        timeout_worker_healthcheck=120,
+        **UVICORN_OPTIONS,
+    )
     with _multiprocess_metrics():
-        uvicorn.run("guard.server:app_from_env", factory=True, workers=n, **options)
+        Multiprocess(server, sockets=[server.bind_socket()]).run()
 
 
 @contextmanager

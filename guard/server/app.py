@@ -405,7 +405,13 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
     @app.get(
         "/v1/schema/{policy}",
         response_model=None,
-        responses={200: {"description": "JSON Schema of payloads under the policy"}, **_errors(401, 403, 429)},
+        responses={
+            200: {
+                "description": "JSON Schema (2020-12) of payloads under the policy",
+                "content": {"application/json": {"schema": {"type": "object"}}},
+            },
+            **_errors(401, 403, 429),
+        },
         summary="The structured-output JSON Schema of payloads under a policy.",
     )
     async def schema(policy: str, who: Who) -> Response:

@@ -17,7 +17,7 @@ from guard.server import UVICORN_OPTIONS
 from guard.server.app import create_app
 from guard.server.config import hash_key, load_serve_config
 
-KEYS = {"shop": "gk_shop_test_key", "crm": "gk_crm_test_key", "slow": "gk_slow_test_key"}
+KEYS = {"shop": "gk_shop_test_key", "crm": "gk_crm_test_key", "slow": "gk_slow_test_key", "fuzz": "gk_fuzz_test_key"}
 NO_MODEL_GATE = {"domains": {d: {"stages": {"freetext": "off"}} for d in ("orders", "account")}}
 
 CUSTOMERS_POLICY = """
@@ -63,6 +63,13 @@ def write_config(tmp: Path, db_url: str, **extra) -> Path:
                 "policies": ["orders"],
                 "domains": ["orders"],
                 "rate": "2/minute",
+                "allow_now": True,
+            },
+            "fuzz": {
+                "hash": hash_key(KEYS["fuzz"]),
+                "policies": ["orders", "customers"],
+                "domains": ["orders", "account"],
+                "rate": "100000/second",
                 "allow_now": True,
             },
         },

@@ -67,6 +67,7 @@ def launch(tmp_path):
             p.wait()
 
 
+@pytest.mark.slow
 def test_two_workers_count_into_one_set_of_metrics(launch, tmp_path, sqlite_demo):
     folder = tmp_path / "metrics"
     folder.mkdir()
@@ -123,3 +124,56 @@ def test_shutdown_lets_the_request_in_flight_finish(launch, tmp_path, sqlite_dem
         assert [e["action"] for e in events if e["event"] == "decision"] == ["answer"]
     finally:
         upstream.close()
+
+
+@pytest.mark.slow
+def test_sighup_reloads_the_config_without_dropping_a_request(launch, tmp_path, sqlite_demo):
+    from guard.server.config import hash_key
+
+    config = write_config(tmp_path, sqlite_demo[0])
+    proc, base, out = launch(config)
+    data = yaml.safe_load(config.read_text())
+    statuses: list[object] = []
+    stop_at = [time.monotonic() + 240]
+
+    def load() -> None:
+        headers = {"Authorization": f"Bearer {KEYS['fuzz']}", "X-Guard-Principal": demo.PRINCIPAL}
+        params = {"policy": "orders", "now": demo.NOW.isoformat()}
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as c:
+            while time.monotonic() < stop_at[0]:
+                try:
+                    statuses.append(c.post("/v1/run", params=params, json=demo.payloads()["answer"]).status_code)
+                except httpx.HTTPError as exc:
+                    statuses.append(type(exc).__name__)
+
+    def late_key_works() -> bool:
+        return httpx.get(base + "/v1/grammars", headers={"Authorization": "Bearer gk_late_key"}).status_code == 200
+
+    loaders = [threading.Thread(target=load) for _ in range(4)]
+    for t in loaders:
+        t.start()
+    try:
+        assert not late_key_works()
+        data["keys"]["late"] = {"hash": hash_key("gk_late_key"), "policies": ["orders"], "domains": ["orders"]}
+        config.write_text(yaml.safe_dump(data))
+        proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 180
+        while not late_key_works():
+            assert time.monotonic() < deadline and proc.poll() is None, out.read_text()
+            time.sleep(0.2)
+        # a config that no longer loads: the new worker fails to start and the current one keeps serving
+        config.write_text(yaml.safe_dump({**data, "keys": {}}))
+        proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 180
+        while "keys: Dictionary should have at least 1 item" not in out.read_text():
+            assert time.monotonic() < deadline and proc.poll() is None, out.read_text()
+            time.sleep(0.2)
+        time.sleep(1)
+        assert late_key_works()
+    finally:
+        stop_at[0] = 0
+        for t in loaders:
+            t.join(timeout=60)
+    assert len(statuses) > 50
+    assert set(statuses) == {200}, {s for s in statuses if s != 200}
+    assert "Traceback" not in out.read_text()
