@@ -642,10 +642,24 @@ class AsyncGuard:
         """The gate's sentence library."""
         return self.gate.domain
 
-    async def open(self) -> AsyncGuard:
-        """Reflect the database now (otherwise at the first run); a policy that does not match it is an error."""
+    async def open(self, *, warm: bool = True) -> AsyncGuard:
+        """Reflect the database now (otherwise at the first run); a policy that does not match it is an error.
+
+        ``warm`` also does now, in a worker thread, what the first run would do once: load the locale data
+        values are rendered with and run the lint stages on a sentence, so the first request costs what the
+        hundredth does.
+        """
         await self.store.open()
+        if warm:
+            await asyncio.to_thread(self._warm)
         return self
+
+    def _warm(self) -> None:
+        from babel import Locale
+
+        g = self.gate
+        Locale.parse(g.policy.locale).date_formats  # noqa: B018 (loads the locale's data, kept by Babel)
+        run_stages(LintContext("Thank you.", g.domain or "", {}, g.grammar_dir), g.stages)
 
     async def _lint(self, payload: Payload | str | bytes | dict[str, Any]) -> tuple[Payload, LintResult]:
         """Parse (bounded by the payload limits) and bind on the loop; the stages, when the template is not in

@@ -42,6 +42,7 @@ from guard.server.models import (
     LintRequest,
     ProblemDetails,
 )
+from guard.server.ratelimit import RateLimiter
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -72,7 +73,6 @@ class State:
     entities: dict[str, list[str]]
     keys: dict[str, str] = field(default_factory=dict)
     limiter: Any = None
-    rates: dict[str, Any] = field(default_factory=dict)
     started: bool = False
 
     def stores(self) -> dict[str, Any]:
@@ -86,8 +86,6 @@ def build_state(cfg: ServeConfig) -> State:
     Library errors (a policy that does not parse, a gate config naming an unknown stage) surface here as the
     library's :class:`~guard.errors.ConfigError`, located by the key of ``serve.yaml`` that names the file.
     """
-    from limits import parse, storage, strategies
-
     from guard.observe.metrics import Metrics
     from guard.records.policy import load_policy
     from guard.records.store import AsyncRecordStore
@@ -132,8 +130,7 @@ def build_state(cfg: ServeConfig) -> State:
         log,
         {d: list(load_domain(d, cfg.grammar_dir).compiled.entities) for d in domains},
         keys={k.hash: name for name, k in cfg.keys.items()},
-        limiter=strategies.MovingWindowRateLimiter(storage.MemoryStorage()),
-        rates={name: parse(k.rate or cfg.limits.rate) for name, k in cfg.keys.items()},
+        limiter=RateLimiter({name: k.rate or cfg.limits.rate for name, k in cfg.keys.items()}),
     )
     return state
 
@@ -273,7 +270,9 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
     bearer = HTTPBearer(auto_error=False, description="An API key from serve.yaml (stored there as its SHA-256).")
     header = cfg.principal_header
 
-    def caller(request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Caller:
+    async def caller(
+        request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    ) -> Caller:
         if creds is None or creds.scheme.lower() != "bearer":
             raise P.ServerProblem(401, "unauthorized", "an API key is required", headers={"WWW-Authenticate": "Bearer"})
         name = st.keys.get(hash_key(creds.credentials))
@@ -282,11 +281,10 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
                 401, "unauthorized", "the API key is not valid", headers={"WWW-Authenticate": "Bearer"}
             )
         request.state.key = name
-        rate = st.rates[name]
-        if not st.limiter.hit(rate, name):
-            reset = st.limiter.get_window_stats(rate, name).reset_time
+        wait = st.limiter.hit(name)
+        if wait:
             raise P.ServerProblem(
-                429, "rate_limited", "this key has made too many requests", headers=P.retry_after(reset - time.time())
+                429, "rate_limited", "this key has made too many requests", headers=P.retry_after(wait)
             )
         return Caller(name, cfg.keys[name])
 
@@ -294,7 +292,9 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
 
     def gate_for(who: Caller, policy: str, domain: str | None) -> AsyncGuard:
         pc = cfg.policies.get(policy)
-        chosen = domain if domain is not None else (pc.domains[0] if pc is not None else None)
+        chosen = domain
+        if chosen is None and pc is not None:  # the policy's first domain this key may use
+            chosen = next((d for d in pc.domains if d in who.key.domains), pc.domains[0])
         if pc is None or policy not in who.key.policies:
             raise P.ServerProblem(
                 403, "forbidden", "this key may not use the requested policy", problems=[_loc("query.policy")]
