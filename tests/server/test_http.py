@@ -223,7 +223,9 @@ def test_bad_options_name_their_place(served_sqlite, params, status, code, where
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     template=st.text(max_size=200),
-    value=st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=40)),
+    value=st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=40)
+    ),
     entity_id=st.one_of(st.integers(), st.text(max_size=40)),
     principal=st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=20),
 )
