@@ -167,18 +167,28 @@ class Edge:
             self.observe(scope, code, time.perf_counter() - t0)
             return
         seen = 0
+        exceeded = False
 
         async def limited() -> Message:
-            nonlocal seen
+            nonlocal seen, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_body:
-                    raise P.ServerProblem(413, "too_large", f"the request body is larger than {self.max_body} bytes")
+                    exceeded = True
+                    raise P.ServerProblem(413, "too_large", "the request body is too large")
             return message
 
         async def sending(message: Message) -> None:
             nonlocal status
+            if exceeded:  # whatever the app made of the cut body (FastAPI says 400), the answer is 413
+                if message["type"] == "http.response.start":
+                    status = 413
+                    detail = f"the request body is larger than {self.max_body} bytes"
+                    too_large = P.problem(413, "too_large", detail, request_id=rid)
+                    too_large.raw_headers.append((b"x-request-id", rid.encode()))
+                    await too_large(scope, receive, send)
+                return
             if message["type"] == "http.response.start":
                 status = message["status"]
                 message.setdefault("headers", []).append((b"x-request-id", rid.encode()))
@@ -222,8 +232,8 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
-        for store in {id(s): s for s in st.stores().values()}.values():
-            await store.open()
+        for gate in st.gates.values():
+            await gate.open(warm=True)
         st.started = True
         try:
             yield

@@ -117,6 +117,9 @@ def test_a_body_over_the_limit_is_413_before_it_is_read(served_sqlite):
         chunked = c.post("/v1/run", params={"policy": "orders"}, content=iter([big[:5000], big[5000:]]))
         assert "content-length" not in chunked.request.headers
         is_problem(chunked, 413, "too_large")
+        lint = b'{"template": "' + b"x" * 9000 + b'", "domain": "orders"}'
+        json_body = {"content-type": "application/json"}
+        is_problem(c.post("/v1/lint", content=iter([lint[:5000], lint[5000:]]), headers=json_body), 413, "too_large")
         small = c.post("/v1/run", params={"policy": "orders"}, content=iter([b"{}"]))
         assert is_problem(small, 422, "payload")
 
