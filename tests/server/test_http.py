@@ -263,3 +263,46 @@ def test_every_response_carries_a_request_id_and_no_server_header(served_sqlite)
             assert len(r.headers["x-request-id"]) == 32
             assert "server" not in r.headers
     time.sleep(0)
+
+
+@pytest.fixture(scope="module")
+def served_model(sqlite_demo, tmp_path_factory):
+    """A server with the shipped classifier (and the shipped gate config's free-text stage) and a tiny timeout."""
+    from guard.server.app import create_app
+    from guard.server.config import load_serve_config
+    from tests.server.conftest import Served, start, stop, write_config
+
+    path = write_config(tmp_path_factory.mktemp("serve_model"), sqlite_demo[0], classifier="auto")
+    app = create_app(load_serve_config(path))
+    base, server, thread = start(app)
+    yield Served(base, app)
+    stop(server, thread)
+
+
+def test_classify_labels_sentences_with_evidence(served_model):
+    with served_model.client("shop") as c:
+        r = c.post("/v1/classify", json={"sentences": ["It arrived faster than your last order.", "Thank you."]})
+        assert r.status_code == 200
+        first, second = r.json()["predictions"]
+        assert "comparative" in first["labels"] and first["spans"]["comparative"]
+        assert second["labels"] == []
+        too_many = c.post("/v1/classify", json={"sentences": ["Hi."] * 1001})
+    assert is_problem(too_many, 422, "request")["problems"][0]["location"]["part"] == "body.sentences"
+
+
+def test_a_request_over_the_time_limit_is_503_timeout(sqlite_demo, tmp_path):
+    from guard.server.app import create_app
+    from guard.server.config import load_serve_config
+    from tests.server.conftest import start, stop, write_config
+
+    path = write_config(tmp_path, sqlite_demo[0], limits={"max_body_bytes": 8192, "request_timeout": 1e-6})
+    base, server, thread = start(create_app(load_serve_config(path)))
+    try:
+        headers = {"Authorization": f"Bearer {KEYS['shop']}", "X-Guard-Principal": demo.PRINCIPAL}
+        with httpx.Client(base_url=base, headers=headers) as c:
+            r = c.post("/v1/run", params={"policy": "orders", **NOW}, json=demo.payloads()["answer"])
+            body = is_problem(r, 503, "timeout")
+            assert "took longer" in body["detail"]
+            assert c.get("/readyz").status_code == 200  # the store survived the cancelled lookups
+    finally:
+        stop(server, thread)
