@@ -83,12 +83,16 @@ def problem(
 
 
 def status_of(exc: GuardError) -> int:
-    """The HTTP status of a library error: the caller's input (422, 400) or the server's trouble (503)."""
+    """The HTTP status of a library error: the caller's input (422, 400) or the server's trouble (503).
+
+    Every configuration the server reads is checked at start, so a :class:`ConfigError` during a request (a
+    database whose tables changed under the policy) is the server's, not the caller's: 503, without detail.
+    """
     if isinstance(exc, PayloadError):
         return 422
-    if isinstance(exc, (OptionError, ConfigError)):
+    if isinstance(exc, OptionError):
         return 400
-    if isinstance(exc, StoreUnavailable):
+    if isinstance(exc, (StoreUnavailable, ConfigError)):
         return 503
     return 500
 
@@ -102,7 +106,13 @@ async def on_guard_error(request: Request, exc: Exception) -> Response:
     status = status_of(exc)
     if status >= 500:
         log.warning("request %s: %s: %s", _rid(request), exc.code, exc)
-    detail = exc.message if status < 500 or isinstance(exc, StoreUnavailable) else "guard could not do its job"
+    detail = (
+        exc.message
+        if status < 500 or isinstance(exc, StoreUnavailable)
+        else "guard is not configured correctly"
+        if isinstance(exc, ConfigError)
+        else "guard could not do its job"
+    )
     problems = exc.problems if status < 500 else []
     if not problems and exc.location and status < 500:
         problems = [Problem(exc.code, exc.message, exc.location)]

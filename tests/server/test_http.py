@@ -306,3 +306,38 @@ def test_a_request_over_the_time_limit_is_503_timeout(sqlite_demo, tmp_path):
             assert c.get("/readyz").status_code == 200  # the store survived the cancelled lookups
     finally:
         stop(server, thread)
+
+
+def test_a_database_down_at_start_is_not_ready_then_a_changed_one_is_503(tmp_path):
+    """The server starts without its database (not ready); when the database appears without the policy's tables,
+    a request is the server's trouble (503 config, no detail), never the caller's."""
+    import sqlalchemy as sa
+
+    from guard.server.app import create_app
+    from guard.server.config import load_serve_config
+    from tests.server.conftest import start, stop, write_config
+
+    later = tmp_path / "later"
+    path = write_config(tmp_path, f"sqlite:///{later / 'records.db'}")
+    base, server, thread = start(create_app(load_serve_config(path)))
+    try:
+        headers = {"Authorization": f"Bearer {KEYS['shop']}", "X-Guard-Principal": demo.PRINCIPAL}
+        with httpx.Client(base_url=base, headers=headers) as c:
+            ready = c.get("/readyz")
+            assert is_problem(ready, 503, "not_ready")["problems"][0]["location"]["part"] in (
+                "db:orders",
+                "db:customers",
+            )
+            down = c.post("/v1/run", params={"policy": "orders", **NOW}, json=demo.payloads()["answer"])
+            assert down.status_code == 200 and {r["status"] for r in down.json()["results"]} == {"unavailable"}
+            later.mkdir()
+            engine = sa.create_engine(f"sqlite:///{later / 'records.db'}")
+            with engine.begin() as conn:
+                conn.execute(sa.text("CREATE TABLE orders (id TEXT PRIMARY KEY)"))
+            engine.dispose()
+            r = c.post("/v1/run", params={"policy": "orders", **NOW}, json=demo.payloads()["answer"])
+            body = is_problem(r, 503, "policy")
+            assert body["detail"] == "guard is not configured correctly" and body["problems"] == []
+            assert "customer_id" not in r.text
+    finally:
+        stop(server, thread)
