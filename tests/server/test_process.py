@@ -137,7 +137,13 @@ def test_sighup_reloads_the_config_without_dropping_a_request(launch, tmp_path, 
     stop_at = [time.monotonic() + 240]
 
     def load() -> None:
-        headers = {"Authorization": f"Bearer {KEYS['fuzz']}", "X-Guard-Principal": demo.PRINCIPAL}
+        # a connection per request: a retiring worker closes its idle keep-alive connections, and a request sent
+        # on one at that instant never reaches any server (HTTP/1.1's keep-alive race, for clients to retry)
+        headers = {
+            "Authorization": f"Bearer {KEYS['fuzz']}",
+            "X-Guard-Principal": demo.PRINCIPAL,
+            "Connection": "close",
+        }
         params = {"policy": "orders", "now": demo.NOW.isoformat()}
         with httpx.Client(base_url=base, headers=headers, timeout=30) as c:
             while time.monotonic() < stop_at[0]:
