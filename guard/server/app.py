@@ -213,7 +213,7 @@ _PROBLEM_CONTENT = {"application/problem+json": {"schema": {"$ref": "#/component
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    return {s: {"description": P._TITLES.get(s, "Error"), "content": _PROBLEM_CONTENT} for s in statuses}
+    return {s: {"description": P.TITLES.get(s, "Error"), "content": _PROBLEM_CONTENT} for s in statuses}
 
 
 _PAYLOAD_BODY = {

@@ -25,7 +25,7 @@ TYPE_PREFIX = "urn:guard:problem:"
 
 log = logging.getLogger("guard.server")
 
-_TITLES = {
+TITLES = {
     400: "Bad request",
     401: "Unauthorized",
     403: "Forbidden",
@@ -71,7 +71,7 @@ def problem(
     """One problem response."""
     body: dict[str, Any] = {
         "type": TYPE_PREFIX + code,
-        "title": _TITLES.get(status, "Error"),
+        "title": TITLES.get(status, "Error"),
         "status": status,
         "detail": detail,
         "code": code,
@@ -162,4 +162,4 @@ def retry_after(seconds: float) -> dict[str, str]:
     return {"Retry-After": str(max(1, math.ceil(seconds)))}
 
 
-__all__ = ["ServerProblem", "problem", "status_of", "MEDIA_TYPE", "retry_after"]
+__all__ = ["ServerProblem", "problem", "status_of", "MEDIA_TYPE", "TITLES", "retry_after"]

@@ -104,7 +104,7 @@ def add_proxy(
         responses={
             200: {"description": "A chat.completion whose assistant message is verified; guard's decision in `guard`"},
             **{
-                s: {"description": P._TITLES.get(s, "Error"), "content": {"application/problem+json": {}}}
+                s: {"description": P.TITLES.get(s, "Error"), "content": {"application/problem+json": {}}}
                 for s in (401, 403, 413, 422, 429, 502, 504)
             },
         },
