@@ -96,6 +96,38 @@ class DecisionOut(_Out):
     findings: list[FindingOut] | None = None
 
 
+class ProxyDecisionOut(DecisionOut):
+    """The gate's decision on the proxy's last attempt, with the number of attempts the model took."""
+
+    attempts: int
+
+
+class ChatMessageOut(_Out):
+    """The assistant's message: the verified text, or the refusal."""
+
+    role: Literal["assistant"]
+    content: str
+
+
+class ChatChoiceOut(_Out):
+    """The one choice of a verified completion."""
+
+    index: int
+    message: ChatMessageOut
+    finish_reason: str
+
+
+class ChatCompletionOut(_Out):
+    """An OpenAI ``chat.completion`` with guard's decision in the extension field ``guard``."""
+
+    id: str
+    object: Literal["chat.completion"]
+    created: int
+    model: str | None
+    choices: list[ChatChoiceOut]
+    guard: ProxyDecisionOut
+
+
 class LintRequest(BaseModel):
     """A template to lint in a domain, with the claim type of each slot."""
 
@@ -181,6 +213,7 @@ class HealthOut(_Out):
 __all__ = [
     "ProblemDetails",
     "DecisionOut",
+    "ChatCompletionOut",
     "LintRequest",
     "LintOut",
     "ClassifyRequest",

@@ -25,6 +25,7 @@ from guard.decision import Action, Decision
 from guard.errors import PayloadError
 from guard.server import problems as P
 from guard.server.config import ServeConfig
+from guard.server.models import ChatCompletionOut
 
 POLICY_HEADER = "X-Guard-Policy"
 DOMAIN_HEADER = "X-Guard-Domain"
@@ -102,9 +103,14 @@ def add_proxy(
         "/v1/chat/completions",
         response_model=None,
         responses={
-            200: {"description": "A chat.completion whose assistant message is verified; guard's decision in `guard`"},
+            200: {"model": ChatCompletionOut, "description": "A verified chat.completion; the decision in `guard`"},
             **{
-                s: {"description": P.TITLES.get(s, "Error"), "content": {"application/problem+json": {}}}
+                s: {
+                    "description": P.TITLES.get(s, "Error"),
+                    "content": {
+                        "application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemDetails"}}
+                    },
+                }
                 for s in (401, 403, 413, 422, 429, 502, 504)
             },
         },

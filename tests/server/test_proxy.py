@@ -12,6 +12,7 @@ from guard import demo
 from guard.server.app import create_app
 from guard.server.config import load_serve_config
 from tests.server.conftest import Served, start, stop, write_config
+from tests.server.test_http import conforms
 from tests.server.upstream import Upstream
 
 PROBLEM = "application/problem+json"
@@ -64,7 +65,9 @@ def monkeypatch_module():
 def chat(proxied, body=ASK, key="shop", principal=demo.PRINCIPAL, **headers):
     h = {"X-Guard-Principal": principal} if principal else {}
     with proxied.client(key, **h, **headers) as c:
-        return c.post("/v1/chat/completions", json=body)
+        r = c.post("/v1/chat/completions", json=body)
+        conforms(c.get("/openapi.json").json(), r, "/v1/chat/completions")
+    return r
 
 
 def test_right_first_time(proxied, upstream):
