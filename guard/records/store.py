@@ -360,12 +360,12 @@ def make_engine(
     except sa_exc.ArgumentError:
         raise StoreUnavailable(f"'{url}' is not a database URL", location="db") from None
     backend = u.get_backend_name()
-    kw: dict[str, Any] = {"pool_pre_ping": backend != "sqlite", "pool_size": pool_size, "max_overflow": pool_size}
+    kw: dict[str, Any] = {"pool_pre_ping": backend != "sqlite"}
     connect_args: dict[str, Any] = {}
-    if backend == "sqlite":  # aiosqlite runs a thread per connection: a pool that keeps them saves starting one
+    if backend == "sqlite":
         connect_args = {"timeout": statement_timeout, "check_same_thread": False}
     else:
-        kw.update(pool_timeout=connect_timeout, pool_recycle=1800)
+        kw.update(pool_size=pool_size, max_overflow=pool_size, pool_timeout=connect_timeout, pool_recycle=1800)
         if backend == "postgresql":
             options = " ".join(
                 filter(None, [str(u.query.get("options", "")), f"-c statement_timeout={int(statement_timeout * 1000)}"])
