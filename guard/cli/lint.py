@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from guard.cli import exitcodes
+from guard.cli._common import check_domain
 from guard.cli.formatters import FORMATS, FileReport, json_string_offsets, render
 from guard.errors import FileError, GuardError, OptionError
 
@@ -188,23 +189,6 @@ def exit_code(reports: list[FileReport], fail_on: str) -> int:
     failing = {Severity.ERROR} if fail_on == "error" else {Severity.ERROR, Severity.WARNING}
     bad = any(r.error for r in reports) or any(f.severity in failing for r in reports for f in r.findings)
     return exitcodes.FINDINGS if bad else exitcodes.OK
-
-
-def check_domain(domain: str, grammar_dir: Any) -> None:
-    """An unknown ``--domain`` is a usage error that names the closest known one; a domain whose library
-    cannot be read keeps its own error (invalid input)."""
-    from guard.linting.config import did_you_mean
-    from guard.shapes.sentences import list_domains, load_domain
-
-    known = sorted(list_domains(grammar_dir))
-    if domain in known:
-        return
-    if any((Path(d) / f"{domain}.lark").is_file() for d in ([grammar_dir] if grammar_dir else [])):
-        load_domain(domain, grammar_dir)  # says why a hand-written .lark library is not read
-    hint = did_you_mean(domain, known)
-    raise OptionError(
-        f"unknown domain {domain!r}{hint}; known domains: {', '.join(known) or 'none'}", location="--domain"
-    )
 
 
 def _pick(cli: Any, configured: Any, default: Any) -> Any:

@@ -211,17 +211,20 @@ def find_templates(
     root: Any = None,
     respect_gitignore: bool = True,
     force_exclude: bool = False,
+    accept: Any = None,
 ) -> list[Any]:
     """Files to lint: each file as given, and every template file under each directory (sorted).
 
-    ``exclude`` holds gitignore-style patterns relative to ``root`` (default: the working directory).
+    ``exclude`` holds gitignore-style patterns relative to ``root`` (default: the working directory);
+    ``accept`` replaces :func:`is_template` as the test of which files to take.
     """
+    accept = accept or is_template
     ignores = _Ignores.build(Path(root) if root is not None else Path.cwd(), exclude, respect_gitignore)
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(_walk(p, ignores)))
-        elif not force_exclude or (is_template(p) and not _excluded_file(p, ignores)):
+            out.extend(sorted(_walk(p, ignores, accept)))
+        elif not force_exclude or (accept(p) and not _excluded_file(p, ignores)):
             out.append(p)
     return out
 
@@ -233,7 +236,7 @@ def _excluded_file(p: Path, ignores: _Ignores) -> bool:
     return any(_is_tool_dir(d) or ignores.ignored(d, True) for d in p.resolve().parents)
 
 
-def _walk(top: Path, ignores: _Ignores) -> Iterable[Path]:
+def _walk(top: Path, ignores: _Ignores, accept: Any) -> Iterable[Path]:
     ignores.ancestors(top)
     n_specs = len(ignores.specs)
     for dirpath, dirnames, filenames in os.walk(top):
@@ -244,7 +247,7 @@ def _walk(top: Path, ignores: _Ignores) -> Iterable[Path]:
         dirnames[:] = sorted(x for x in dirnames if not _is_tool_dir(d / x) and not ignores.ignored(d / x, True))
         for name in filenames:
             f = d / name
-            if is_template(f) and not ignores.ignored(f, False):
+            if accept(f) and not ignores.ignored(f, False):
                 yield f
 
 
