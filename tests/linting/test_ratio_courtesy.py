@@ -26,7 +26,7 @@ def test_a_template_of_courtesy_sentences_only_gets_no_r401() -> None:
 
 
 def test_unapproved_prose_still_counts() -> None:
-    template = "Your order {order_id} shipped on {d}. It was sent by the fastest carrier we have in the whole country.\n"
+    template = "Your order {order_id} shipped on {d}. It went by the fastest carrier we have in the whole country.\n"
     codes = _codes(template)
     assert "R401" in codes and "R402" in codes and "S201" in codes
 
@@ -35,7 +35,7 @@ def test_courtesy_does_not_dilute_or_inflate_a_statement() -> None:
     template = "Hi {name},\nYour order {order_id} shipped on {d}.\nThank you for your order.\nKind regards,\n"
     result = lint(template, domain="orders", slot_types=TYPES, stages=STAGES)
     assert result.findings == []
-    assert result.measures["ratio"].prose_words == len("Your order shipped on".split())
+    assert result.measures["ratio"].prose_words == 4  # "Your order shipped on"
     assert {"courtesy", "greet_line", "sign_off_line"} <= NO_FACT_KINDS
 
 
