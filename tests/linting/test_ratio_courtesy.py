@@ -26,7 +26,9 @@ def test_a_template_of_courtesy_sentences_only_gets_no_r401() -> None:
 
 
 def test_unapproved_prose_still_counts() -> None:
-    template = "Your order {order_id} shipped on {d}. It went by the fastest carrier we have in the whole country.\n"
+    template = (
+        "Your order {order_id} shipped on {d}. It went by the very fastest carrier we have in this whole country.\n"
+    )
     codes = _codes(template)
     assert "R401" in codes and "R402" in codes and "S201" in codes
 
