@@ -40,6 +40,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: typer's rich formatter costs 0.4 s of imports per run
 )
 
 
