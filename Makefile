@@ -2,6 +2,7 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 LINT_STAMP := $(VENV)/.installed-lint
 # the Python the formatter keeps (markdown code blocks in READMEs are left to their authors)
 FORMATTED := guard tests benchmarks
@@ -16,11 +17,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# the demo needs guard alone, not the test extras
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $(DEMO_STAMP)
+
 $(LINT_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[lint]'
 	touch $(LINT_STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/guard demo
 
 # GUARD_TEST_BACKENDS (e.g. sqlite) and GUARD_TEST_DB_TAG reach pytest through the environment

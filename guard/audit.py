@@ -49,6 +49,9 @@ class AuditSettings:
     config: dict[str, Any] | None = None
     now: str | None = None
     default_principal: str | None = None
+    grammar_dir: str | None = None
+    model: str | None = None
+    """A classifier model other than the shipped one (a path each worker loads)."""
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,19 @@ def _gate(settings: AuditSettings) -> Any:
     if gate is None:
         from guard.pipeline import Guard
 
-        gate = Guard(settings.policy, settings.db, domain=settings.domain, config=settings.config)
+        classifier: Any = "auto"
+        if settings.model:
+            from guard.linting.freetext import load_classifier
+
+            classifier = load_classifier(Path(settings.model))
+        gate = Guard(
+            settings.policy,
+            settings.db,
+            domain=settings.domain,
+            config=settings.config,
+            grammar_dir=settings.grammar_dir,
+            classifier=classifier,
+        )
         _GATES[key] = gate
     return gate
 

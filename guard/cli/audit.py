@@ -1,8 +1,10 @@
 """``guard audit``: re-check logged payloads and lint templates in bulk (joblib or Dask).
 
 Exit status 0 after the summary, even when some items could not be read or checked: those are records
-(``unreadable``, ``error``) counted in the summary, and a one-line warning on stderr names them. Options that
-cannot work (``--now``, ``--jobs``, ``--out``, ``--dask``) give one ``guard: error:`` line before any item is read.
+(``unreadable``, ``error``) counted in the summary, and a one-line warning on stderr names them. Inputs that
+hold nothing to audit (a log written without ``--log-payloads``) give the summary, a line that says so, and 1.
+Options that cannot work (``--now``, ``--jobs``, ``--dask``, an unknown ``--domain``) give one ``guard: error:``
+line and 2 before any item is read; an ``--out`` file that cannot be written gives 1.
 """
 
 from __future__ import annotations
@@ -15,18 +17,24 @@ from typing import TextIO
 
 import typer
 
-from guard.cli._common import config_file, print_json
+from guard.cli import exitcodes
+from guard.cli._common import check_domain, config_file, database_url, load_model, print_json
 from guard.errors import FileError
 
 
 def audit_cmd(
     inputs: list[str] = typer.Argument(
-        ..., help="Payload .json, .jsonl (payloads or payload log events), or template text files."
+        ...,
+        help="Payload .json, .jsonl (payloads or payload log events), template text files, or directories of them.",
     ),
     policy: str = typer.Option(..., "--policy", help="Policy YAML file."),
     db: str = typer.Option(..., "--db", help="Database URL."),
     domain: str | None = typer.Option(None, "--domain", help="Sentence library."),
     config: str | None = typer.Option(None, "--config", help="Gate config YAML."),
+    grammar_dir: str | None = typer.Option(
+        None, "--grammar-dir", help="Directory with your own <domain>.yaml lexicons."
+    ),
+    model: str | None = typer.Option(None, "--model", help="A classifier model other than the shipped one."),
     principal: str | None = typer.Option(None, "--principal", help="Principal for items that carry none."),
     now: str | None = typer.Option(None, "--now", help="Evaluate freshness at this ISO time."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes (joblib); -1 for all cores."),
@@ -41,10 +49,24 @@ def audit_cmd(
     from guard.pipeline import load_gate_config
     from guard.records.policy import load_policy
 
+    if domain is not None:
+        check_domain(domain, grammar_dir)
     pol = load_policy(Path(policy)).model_dump(mode="json", exclude_none=True)
     cfg = load_gate_config(config_file(config)).model_dump(mode="json") if config else None
-    settings = AuditSettings(policy=pol, db=db, domain=domain, config=cfg, now=now, default_principal=principal)
+    if model is not None:
+        load_model(model)  # a model that cannot load fails here, once, not on every item
+    settings = AuditSettings(
+        policy=pol,
+        db=database_url(db),
+        domain=domain,
+        config=cfg,
+        now=now,
+        default_principal=principal,
+        grammar_dir=grammar_dir,
+        model=str(Path(model).resolve()) if model else None,
+    )
     check_options(settings, jobs=jobs)
+    inputs = expand_inputs(inputs)
     with contextlib.ExitStack() as stack:
         sink = stack.enter_context(_open_out(out)) if out else None
         with Progress(transient=True, disable=not sys.stderr.isatty()) as bar:
@@ -72,7 +94,34 @@ def audit_cmd(
             f"item {first['index']}; the others were audited",
             file=sys.stderr,
         )
-    print_json(report.summary())
+    summary = report.summary()
+    print_json(summary)
+    if not summary["items"]:
+        logs = [i for i in inputs if ".jsonl" in Path(i).name]
+        why = (
+            f"{logs[0]} has no payload events: log them with guard run --log FILE --log-payloads "
+            "(or Guard(log=..., log_payloads=True))"
+            if logs
+            else "the inputs hold no payloads or templates"
+        )
+        print(f"guard: error: nothing to audit: {why}", file=sys.stderr)
+        raise typer.Exit(exitcodes.INVALID_INPUT)
+
+
+def expand_inputs(inputs: list[str]) -> list[str]:
+    """Directories become the payloads, logs and templates under them, chosen as ``guard lint`` chooses."""
+    from guard.audit import _JSONL
+    from guard.linting.files import find_templates, is_template
+
+    out: list[str] = []
+    for i in inputs:
+        p = Path(i)
+        if not p.is_dir():
+            out.append(i)
+            continue
+        found = find_templates([p], accept=lambda f: is_template(f) or _JSONL.search(f.name) is not None)
+        out.extend(str(f) for f in found)
+    return out
 
 
 def _open_out(path: str) -> TextIO:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from guard.cli._common import parse_now, print_json, read_text
+from guard.cli._common import database_url, parse_now, print_json, read_text
 
 
 def check_cmd(
@@ -26,7 +26,7 @@ def check_cmd(
 
     text = read_text(payload)
     pol = load_policy(Path(policy))
-    with RecordStore(db, pol) as store:
+    with RecordStore(database_url(db), pol) as store:
         decision = verify(text, pol, store, principal=principal, now=parse_now(now))
     print_json(decision.to_dict(include_values=values))
 

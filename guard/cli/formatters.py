@@ -1,4 +1,4 @@
-"""Output formats for findings over many files: text (with a caret), JSON and SARIF 2.1.0.
+"""Output formats for findings over many files: text (with a caret), JSON, SARIF 2.1.0 and GitHub annotations.
 
 Every command that reports findings builds one :class:`FileReport` per input
 and passes the list to :func:`render`. Finding offsets index
@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
 from guard import __version__
 from guard.errors import OptionError
 from guard.findings import CATALOGUE, Finding, Severity, line_col
 
-FORMATS = ("text", "json", "sarif")
+FORMATS = ("text", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
@@ -102,16 +102,21 @@ def format_text(reports: Sequence[FileReport]) -> str:
             if near:
                 out.append("    nearest approved wording:")
                 out.extend(f"      {n}" for n in near)
+    out.append(_summary(reports))
+    return "\n".join(out) + "\n"
+
+
+def _summary(reports: Sequence[FileReport]) -> str:
     c = counts(reports)
+    checked = c["files"] - c["files_with_errors"]
     summary = (
-        f"{_plural(c['files'], 'file')} checked: {_plural(c['findings'], 'finding')} "
+        f"{_plural(checked, 'file')} checked: {_plural(c['findings'], 'finding')} "
         f"({_plural(c['errors'], 'error')}, {_plural(c['warnings'], 'warning')})"
         f" in {_plural(c['files_with_findings'], 'file')}"
     )
     if c["files_with_errors"]:
         summary += f"; {_plural(c['files_with_errors'], 'file')} could not be checked"
-    out.append(summary)
-    return "\n".join(out) + "\n"
+    return summary
 
 
 def _context(source: str, start: int, end: int) -> list[str]:
@@ -146,37 +151,81 @@ def format_json(reports: Sequence[FileReport]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-def _uri(path: str) -> str:
-    return PurePath(path).as_posix()
+SRCROOT = "%SRCROOT%"
 
 
-def sarif(reports: Sequence[FileReport]) -> dict[str, Any]:
-    """A SARIF 2.1.0 log with one run: a rule per finding code used, a result per finding."""
+def _location(path: str, root: Path | None) -> dict[str, Any]:
+    """An artifact location: relative to ``%SRCROOT%`` when the file is under ``root``, an absolute URI
+    otherwise (standard input keeps its name)."""
+    from urllib.parse import quote
+
+    if path in ("<stdin>", "-"):
+        return {"uri": quote("<stdin>")}
+    p = Path(path).resolve()
+    if root is not None:
+        try:
+            return {"uri": quote(p.relative_to(root).as_posix()), "uriBaseId": SRCROOT}
+        except ValueError:
+            pass
+    return {"uri": p.as_uri()}
+
+
+def _fingerprint(r: FileReport, f: Finding, seen: dict[str, int]) -> str:
+    """Stable across edits elsewhere in the file: the code, the flagged words and their line's text, and the
+    how-manieth such finding in the file (not the line number, which any edit above would move)."""
+    import hashlib
+
+    ls = r.source.rfind("\n", 0, f.start) + 1
+    le = r.source.find("\n", f.start)
+    line = " ".join(r.source[ls : le if le >= 0 else len(r.source)].split())
+    key = "\0".join((f.code, line, r.source[f.start : f.end]))
+    seen[key] = seen.get(key, 0) + 1
+    return hashlib.sha256(f"{key}\0{seen[key]}".encode()).hexdigest()[:32] + f":{seen[key]}"
+
+
+def _rule(code: str) -> dict[str, Any]:
+    from guard.cli.rules import rule_text
+
+    entry = CATALOGUE.get(code)
+    if entry is None:
+        return {"id": code, "name": code, "shortDescription": {"text": code}}
+    page = rule_text(code)
+    full = " ".join(x for x in (entry.explanation, entry.why) if x) or entry.summary
+    return {
+        "id": code,
+        "name": entry.name,
+        "shortDescription": {"text": entry.summary},
+        "fullDescription": {"text": full},
+        "help": {"text": page, "markdown": "```\n" + page + "```\n"},
+        "defaultConfiguration": {"level": _SARIF_LEVEL[entry.severity]},
+        "properties": {"stage": entry.stage, "tags": [entry.stage]},
+    }
+
+
+def sarif(reports: Sequence[FileReport], root: Path | None = None) -> dict[str, Any]:
+    """A SARIF 2.1.0 log with one run: a rule per finding code used, a result per finding.
+
+    Locations are relative to ``%SRCROOT%`` (``root``, default the working directory); columns count
+    Unicode code points; each result has a ``partialFingerprints`` entry that survives edits to other lines.
+    """
+    root = (root or Path.cwd()).resolve()
     codes = sorted({f.code for r in reports for f in r.findings})
     index = {c: i for i, c in enumerate(codes)}
-    rules = []
-    for c in codes:
-        entry = CATALOGUE.get(c)
-        rules.append(
-            {
-                "id": c,
-                "name": entry.name if entry else c,
-                "shortDescription": {"text": entry.summary if entry else c},
-                "defaultConfiguration": {"level": _SARIF_LEVEL[entry.severity] if entry else "error"},
-            }
-        )
+    rules = [_rule(c) for c in codes]
     results = []
     notifications = []
     for r in reports:
+        where = _location(r.path, root)
         if r.error:
             notifications.append(
                 {
                     "level": "error",
                     "message": {"text": r.error},
-                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(r.path)}}}],
+                    "locations": [{"physicalLocation": {"artifactLocation": where}}],
                 }
             )
             continue
+        seen: dict[str, int] = {}
         for f in r.findings:
             line, col = r.file_position(f.start)
             end_line, end_col = r.file_position(max(f.end, f.start + 1))
@@ -193,7 +242,7 @@ def sarif(reports: Sequence[FileReport]) -> dict[str, Any]:
                     "locations": [
                         {
                             "physicalLocation": {
-                                "artifactLocation": {"uri": _uri(r.path)},
+                                "artifactLocation": where,
                                 "region": {
                                     "startLine": line,
                                     "startColumn": col,
@@ -203,6 +252,7 @@ def sarif(reports: Sequence[FileReport]) -> dict[str, Any]:
                             }
                         }
                     ],
+                    "partialFingerprints": {"guardFinding/v1": _fingerprint(r, f, seen)},
                     "properties": {"name": f.name, "sentence": f.sentence, "data": f.data},
                 }
             )
@@ -212,6 +262,8 @@ def sarif(reports: Sequence[FileReport]) -> dict[str, Any]:
         "runs": [
             {
                 "tool": {"driver": {"name": "guard", "version": __version__, "rules": rules}},
+                "originalUriBaseIds": {SRCROOT: {"uri": root.as_uri() + "/"}},
+                "columnKind": "unicodeCodePoints",
                 "invocations": [
                     {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
                 ],
@@ -221,18 +273,52 @@ def sarif(reports: Sequence[FileReport]) -> dict[str, Any]:
     }
 
 
-def format_sarif(reports: Sequence[FileReport]) -> str:
-    return json.dumps(sarif(reports), indent=2, ensure_ascii=False, default=str) + "\n"
+def format_sarif(reports: Sequence[FileReport], root: Path | None = None) -> str:
+    return json.dumps(sarif(reports, root), indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-def render(reports: Sequence[FileReport], fmt: str) -> str:
-    """``reports`` in ``fmt`` (one of :data:`FORMATS`)."""
+_GH_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def _gh_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(text: str) -> str:
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_github(reports: Sequence[FileReport]) -> str:
+    """GitHub Actions workflow commands (``::error file=...,line=...::message``), one per finding, then the
+    text summary; a file that could not be checked is an error annotation on the file."""
+    out: list[str] = []
+    for r in reports:
+        name = _gh_prop(PurePath(r.path).as_posix())
+        if r.error:
+            out.append(f"::error file={name},title={_gh_prop('guard: file not checked')}::{_gh_data(r.error)}")
+            continue
+        for f in r.findings:
+            line, col = r.file_position(f.start)
+            end_line, end_col = r.file_position(max(f.end, f.start + 1))
+            where = f"file={name},line={line},col={col},endLine={end_line}"
+            if end_line == line:
+                where += f",endColumn={end_col}"
+            title = _gh_prop(f"{f.code} {f.name}")
+            out.append(f"::{_GH_LEVEL[f.severity]} {where},title={title}::{_gh_data(f.message)}")
+    out.append(_summary(reports))
+    return "\n".join(out) + "\n"
+
+
+def render(reports: Sequence[FileReport], fmt: str, root: Path | None = None) -> str:
+    """``reports`` in ``fmt`` (one of :data:`FORMATS`); SARIF locations are relative to ``root``."""
     if fmt == "json":
         return format_json(reports)
     if fmt == "sarif":
-        return format_sarif(reports)
+        return format_sarif(reports, root)
     if fmt == "text":
         return format_text(reports)
+    if fmt == "github":
+        return format_github(reports)
     raise OptionError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}", location="--format")
 
 
@@ -243,6 +329,7 @@ __all__ = [
     "format_text",
     "format_json",
     "format_sarif",
+    "format_github",
     "sarif",
     "counts",
     "json_string_offsets",

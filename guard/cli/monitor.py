@@ -3,7 +3,7 @@
 Exit status: 0 after a report, alerts or not (a monitor that fails on its
 findings breaks cron pipelines that only want the report); with
 ``--fail-on-alert`` an alert gives 1, for a CI or cron job that should page.
-Bad arguments and unreadable logs give 1 with a message (see ``guard.cli.main``).
+Bad arguments give 2 and unreadable logs 1, each with a one-line message (see ``guard.cli.exitcodes``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from guard.cli._common import config_file, parse_now, print_json, read_text
+from guard.cli._common import check_domain, config_file, database_url, load_model, parse_now, print_json, read_text
 
 
 def run_cmd(
@@ -20,21 +20,34 @@ def run_cmd(
     grammar_dir: str | None = typer.Option(
         None, "--grammar-dir", help="Directory with your own <domain>.yaml lexicons."
     ),
+    model: str | None = typer.Option(None, "--model", help="A classifier model other than the shipped one."),
     log: str | None = typer.Option(None, "--log", help="Append the result to this JSON Lines log."),
+    log_payloads: bool = typer.Option(
+        False, "--log-payloads", help="Also log the payload itself (with --log), so guard audit can re-check it."
+    ),
 ) -> None:
     """Run the gate on PAYLOAD and print the decision with its lint findings (exit 0 for any decision)."""
+    from guard.errors import OptionError
     from guard.pipeline import Guard
 
+    if log_payloads and not log:
+        raise OptionError("--log-payloads needs --log FILE", location="--log-payloads")
+    if domain is not None:
+        check_domain(domain, grammar_dir)
+    when = parse_now(now)
     text = read_text(payload)
+    url = database_url(db)
     with Guard(
         Path(policy),
-        db,
+        url,
         domain=domain,
         config=config_file(config) if config else None,
         log=log,
         grammar_dir=grammar_dir,
+        classifier=load_model(model),
+        log_payloads=log_payloads,
     ) as gate:
-        decision = gate.run(text, principal=principal, now=parse_now(now))
+        decision = gate.run(text, principal=principal, now=when)
     print_json(decision.to_dict())
 
 

@@ -4,10 +4,16 @@ A template with a great deal of prose and one slot is a model routing round
 the mechanism: the prose is where unverified facts live. Two measures, with
 thresholds per domain: prose words per slot over the whole template (R401),
 and sentences of many words with no slot at all (R402).
+
+Sentences the shape stage approved as one of the library's phrase classes that state no fact
+(:data:`NO_FACT_KINDS`: "Thank you for your order.", "Hi {name},", "Kind regards,") are not prose here: the
+library's compiler refuses every claim-bearing word in them, so they cannot carry an unverified fact, and a
+template made only of them is not routing round the slots.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import regex
@@ -19,6 +25,9 @@ from guard.linting.runner import LintContext
 from guard.payload import scan_template
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+(?:['\u2019\-][\p{L}\p{N}]+)*")
+
+NO_FACT_KINDS = frozenset({"courtesy", "greet_line", "sign_off_line", "signature_line", "ack"})
+"""Kinds of approved sentence (``SentenceResult.shape``) whose words are not counted as prose."""
 
 
 class RatioThresholds(BaseModel):
@@ -58,8 +67,9 @@ class RatioReport:
         }
 
 
-def measure(template: str) -> RatioReport:
-    """Prose words, slots and their ratio (``inf`` prose per slot when there is prose and no slot)."""
+def measure(template: str, exempt: Collection[int] = ()) -> RatioReport:
+    """Prose words, slots and their ratio (``inf`` prose per slot when there is prose and no slot); the words of
+    the sentences whose indices are in ``exempt`` are not counted."""
     from guard.shapes.text import split_sentences
 
     slots, _ = scan_template(template)
@@ -70,7 +80,7 @@ def measure(template: str) -> RatioReport:
         prose = template[sent.start : sent.end]
         for s in sorted(inside, key=lambda s: -s.start):
             prose = prose[: s.start - sent.start] + " " + prose[s.end - sent.start :]
-        words = len(_WORD.findall(prose))
+        words = 0 if sent.index in exempt else len(_WORD.findall(prose))
         total_words += words
         per_sentence.append((words, len(inside)))
     n = len(slots)
@@ -78,12 +88,14 @@ def measure(template: str) -> RatioReport:
     return RatioReport(total_words, n, ratio, sum(1 for _, s in per_sentence if not s), tuple(per_sentence))
 
 
-def ratio_findings(template: str, thresholds: RatioThresholds | None = None) -> tuple[RatioReport, list[Finding]]:
-    """The measures and the R4xx findings over ``thresholds``."""
+def ratio_findings(
+    template: str, thresholds: RatioThresholds | None = None, exempt: Collection[int] = ()
+) -> tuple[RatioReport, list[Finding]]:
+    """The measures and the R4xx findings over ``thresholds``; sentences in ``exempt`` count no prose."""
     from guard.shapes.text import split_sentences
 
     t = thresholds or RatioThresholds()
-    report = measure(template)
+    report = measure(template, exempt)
     findings: list[Finding] = []
     if report.prose_per_slot > t.max_prose_per_slot:
         shown = "no slot" if report.slots == 0 else f"{report.prose_per_slot:.1f} prose words per slot"
@@ -116,11 +128,16 @@ def ratio_stage(thresholds: RatioThresholds | None = None) -> Check:
     """A lint check that also leaves its measures in ``ctx.extra['ratio']`` (the decision event reports them)."""
 
     def check(ctx: LintContext) -> list[Finding]:
-        report, findings = ratio_findings(ctx.template, thresholds)
+        report, findings = ratio_findings(ctx.template, thresholds, no_fact_sentences(ctx.sentences))
         ctx.extra["ratio"] = report
         return findings
 
     return check
+
+
+def no_fact_sentences(sentences: Collection[object]) -> frozenset[int]:
+    """Indices of the sentences the shape stage approved as a kind in :data:`NO_FACT_KINDS`."""
+    return frozenset(int(getattr(s, "index", -1)) for s in sentences if getattr(s, "shape", None) in NO_FACT_KINDS)
 
 
 def build(setup: StageSetup) -> Check:
@@ -140,4 +157,14 @@ STAGE = register(
     )
 )
 
-__all__ = ["RatioThresholds", "RatioReport", "measure", "ratio_findings", "ratio_stage", "build", "STAGE"]
+__all__ = [
+    "NO_FACT_KINDS",
+    "no_fact_sentences",
+    "RatioThresholds",
+    "RatioReport",
+    "measure",
+    "ratio_findings",
+    "ratio_stage",
+    "build",
+    "STAGE",
+]

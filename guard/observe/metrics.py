@@ -10,6 +10,8 @@ names are the contract with ``deploy/prometheus/guard-alerts.yml``::
     guard_lint_findings_total{code}
     guard_lint_cache_total{result}  (hit or miss of the gate's per-template lint cache)
     guard_prose_per_slot            (histogram of prose words per slot)
+    guard_decision_latency_seconds{domain}  (histogram: the whole gate, parse to decision, per payload)
+    guard_claim_latency_seconds{domain}     (histogram: the check stage, per claim)
 
 Example::
 
@@ -37,6 +39,9 @@ from guard.observe import schema
 
 PROSE_PER_SLOT_BUCKETS: tuple[float, ...] = (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 50)
 """Bucket bounds in words per slot; the alert rules' quantiles are only as fine as these."""
+
+LATENCY_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+"""Bucket bounds in seconds for the latency histograms (a gate decides in milliseconds; a slow store shows)."""
 
 
 def _label(value: Any) -> str:
@@ -84,6 +89,20 @@ class Metrics:
                 buckets=tuple(buckets),
                 registry=self.registry,
             )
+            self.decision_latency = Histogram(
+                "guard_decision_latency_seconds",
+                "Time from payload to decision (parse, lint, check, decide, render), by domain.",
+                ["domain"],
+                buckets=LATENCY_BUCKETS,
+                registry=self.registry,
+            )
+            self.claim_latency = Histogram(
+                "guard_claim_latency_seconds",
+                "Time to check one claim against the system of record, by domain.",
+                ["domain"],
+                buckets=LATENCY_BUCKETS,
+                registry=self.registry,
+            )
         except ValueError as exc:  # duplicate names on a shared registry, bad buckets
             raise DependencyError(f"cannot register guard metrics: {exc}") from exc
 
@@ -95,6 +114,7 @@ class Metrics:
             self.claims.labels(
                 _label(claim.get("entity")), _label(claim.get("field")), _label(claim.get("status"))
             ).inc()
+            self._latency(self.claim_latency, event)
             return True
         if kind == schema.DECISION:
             decision = schema.as_decision(event)
@@ -107,8 +127,15 @@ class Metrics:
             # A template without slots has no finite ratio; it is a finding (R4xx), not a histogram point.
             if schema.finite(ratio):
                 self.prose_per_slot.observe(ratio)
+            self._latency(self.decision_latency, event)
             return True
         return False
+
+    @staticmethod
+    def _latency(histogram: Histogram, event: Mapping[str, Any]) -> None:
+        ms = event.get("latency_ms")
+        if schema.finite(ms) and ms >= 0:
+            histogram.labels(_label(event.get("domain"))).observe(ms / 1000)
 
     def observe_lint_cache(self, hit: bool) -> None:
         """Count one lint-cache lookup of the gate."""
@@ -147,4 +174,4 @@ class Metrics:
         return 0.0 if found is None else found
 
 
-__all__ = ["Metrics", "PROSE_PER_SLOT_BUCKETS"]
+__all__ = ["Metrics", "PROSE_PER_SLOT_BUCKETS", "LATENCY_BUCKETS"]

@@ -16,7 +16,10 @@ of a window so many fields do not page by chance, and a rise smaller than
 ``min_delta`` (one percentage point) is not flagged however many claims make
 it significant. Slot-ratio drift is a
 two-sided Mann-Whitney test on the binned prose-per-slot values together with
-a minimum shift of the median.
+a minimum shift of the median; when the median holds, an upper-tail test (the
+share of templates above the baseline's p90, one-sided as for rates) with a
+minimum shift of the p90 catches the few templates that route round their
+slots (``status`` ``prose_per_slot_p90``).
 
 Resolved claims are ``confirmed``, ``contradicted``, ``not_found`` and
 ``stale``: ``unavailable`` and ``not_checkable`` say nothing about the model.
@@ -72,6 +75,10 @@ _LAST_SECOND = datetime.max.replace(tzinfo=UTC).timestamp()
 
 PROSE_EDGES: tuple[float, ...] = tuple(i * 0.25 for i in range(80)) + tuple(20.0 + 2 * i for i in range(41))
 """Lower bounds of the prose-per-slot bins: quarter words up to 20, then 2 words up to 100 (and above)."""
+
+
+TAIL_STATUS = "prose_per_slot_p90"
+"""The ``status`` of a slot-ratio drift alert raised by the upper-tail test rather than the median."""
 
 
 def parse_window(text: str) -> timedelta:
@@ -261,6 +268,12 @@ class Alert:
 
     @property
     def message(self) -> str:
+        if self.kind == "slot_ratio_drift" and self.status == TAIL_STATUS:
+            return (
+                f"prose per slot p90 {self.current:.2f} against {self.baseline:.2f}: {self.current_count} of "
+                f"{self.current_n} templates above the baseline's p90 against {self.baseline_count} of "
+                f"{self.baseline_n} ({self.test} p={self.p_value:.2g})"
+            )
         if self.kind == "slot_ratio_drift":
             return (
                 f"prose per slot median {self.current:.2f} against {self.baseline:.2f} "
@@ -649,8 +662,8 @@ class Monitor:
             p, z, _ = binned_mann_whitney(current, baseline)
             now, before = binned_quantile(current, 0.5), binned_quantile(baseline, 0.5)
             assert now is not None and before is not None
+            start = datetime.fromtimestamp(window * self._seconds, tz=UTC)
             if p < cfg.alpha and abs(now - before) >= cfg.min_shift:
-                start = datetime.fromtimestamp(window * self._seconds, tz=UTC)
                 alerts.append(
                     Alert(
                         "slot_ratio_drift",
@@ -671,7 +684,47 @@ class Monitor:
                         "mann-whitney",
                     )
                 )
+                continue
+            tail = self._tail_alert(current, baseline, start)
+            if tail is not None:
+                alerts.append(tail)
         return alerts
+
+    def _tail_alert(self, current: list[int], baseline: list[int], start: datetime) -> Alert | None:
+        """The upper tail: a larger share of templates above the baseline's p90 bin than the baseline has there.
+
+        A few templates that route round their slots move the p90 (3.2 to 9.2 words per slot) and leave the
+        median where it was, so the rank test on the whole distribution misses them.
+        """
+        cfg = self.config
+        p90_now, p90_before = binned_quantile(current, 0.9), binned_quantile(baseline, 0.9)
+        assert p90_now is not None and p90_before is not None
+        if p90_now - p90_before < cfg.min_shift:
+            return None
+        above = bisect.bisect_right(PROSE_EDGES, p90_before)
+        n1, n0 = sum(current), sum(baseline)
+        x1, x0 = sum(current[above:]), sum(baseline[above:])
+        p, statistic, test = proportion_increase_test(x1, n1, x0, n0)
+        if p >= cfg.alpha:
+            return None
+        return Alert(
+            "slot_ratio_drift",
+            start,
+            start + cfg.window,
+            "",
+            "",
+            TAIL_STATUS,
+            p90_now,
+            p90_before,
+            n1,
+            n0,
+            x1,
+            x0,
+            p,
+            cfg.alpha,
+            statistic,
+            f"upper-tail {test}",
+        )
 
     def report(self, read: Mapping[str, Any] | None = None) -> Report:
         windows = sorted(self._windows)

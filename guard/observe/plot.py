@@ -22,6 +22,22 @@ MAX_FIELDS = 10
 """More lines than this make a plot unreadable; the fields with alerts and the highest rates are kept."""
 
 
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+DASHES = ("-", "--", ":", "-.")
+"""Each field's line has its own marker and dash pattern beside its colour: fields whose rates are equal draw
+on top of each other, and a hollow marker of another shape still shows beneath the one drawn last."""
+
+
+def line_style(i: int) -> dict[str, Any]:
+    """The colour index, marker and dash pattern of the ``i``-th field's line (distinct for ``i`` < 40)."""
+    return {
+        "marker": MARKERS[i % len(MARKERS)],
+        "linestyle": DASHES[(i // len(MARKERS) + i) % len(DASHES)],
+        "markerfacecolor": "none",
+        "markersize": 7 - (i % 3),
+    }
+
+
 def _plain(name: str) -> str:
     """A model-written name as matplotlib text: an unescaped ``$`` would start mathtext, which may not parse."""
     return name.replace("$", r"\$")
@@ -59,7 +75,9 @@ def _figure(report: Report) -> Any:
         for i, series in enumerate(chosen):
             values = [series.rate(w, status) for w in report.windows]
             ys = [math.nan if v is None else 100 * v for v in values]
-            (line,) = ax.plot(centres, ys, marker=".", linewidth=1.4, color=colours(i % 10), label=_plain(series.name))
+            (line,) = ax.plot(
+                centres, ys, linewidth=1.4, color=colours(i % 10), label=_plain(series.name), **line_style(i)
+            )
             if ax is axes[0]:
                 lines.append(line)
         for a in report.alerts:

@@ -237,13 +237,26 @@ class Policy(BaseModel):
         return e.fields.get(field)
 
 
+def _did_you_mean(loc: tuple[Any, ...]) -> str:
+    """`` (did you mean 'fields'?)`` for a misspelt key, from the keys of the table it sits in."""
+    import difflib
+
+    model: type[BaseModel] = Policy
+    if len(loc) == 3 and loc[0] == "entities":
+        model = EntityPolicy
+    elif len(loc) == 5 and loc[0] == "entities":
+        model = FieldPolicy
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _problems(exc: ValidationError) -> list[Problem]:
     out = []
     for e in exc.errors(include_url=False):
         loc = ".".join(str(p) for p in e["loc"] if not str(p).startswith(("function-", "constrained")))
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            msg = "unknown key"
+            msg = "unknown key" + _did_you_mean(e["loc"])
         out.append(Problem("policy", msg, loc))
     return out
 

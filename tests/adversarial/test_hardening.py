@@ -479,7 +479,7 @@ def tiny_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ],
 )
 def test_monitor_rejects_options_that_disable_it(tiny_log, capsys, args, option):
-    assert main(["monitor", str(tiny_log), *args]) == 1
+    assert main(["monitor", str(tiny_log), *args]) == 2  # a usage error
     err = capsys.readouterr().err
     assert err.startswith("guard: error:") and option in err and "Traceback" not in err
 

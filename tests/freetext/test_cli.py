@@ -70,7 +70,7 @@ def test_classify_reads_stdin_with_the_shipped_model(monkeypatch, capsys):
 def test_classify_and_train_errors_are_messages(tmp_path, capsys):
     assert main(["classify", str(tmp_path / "missing.txt")]) == 1
     assert "cannot read" in capsys.readouterr().err
-    assert main(["classify", "-", "--format", "xml"]) == 1
+    assert main(["classify", "-", "--format", "xml"]) == 2  # a usage error
     assert "--format" in capsys.readouterr().err
     (tmp_path / "in.txt").write_text("hello\n")
     assert main(["classify", str(tmp_path / "in.txt"), "--model", str(tmp_path / "none.joblib")]) == 1

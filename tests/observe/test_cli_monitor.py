@@ -93,7 +93,7 @@ def test_malformed_lines_are_reported_not_fatal(tmp_path: Path, capsys) -> None:
 )
 def test_bad_arguments_are_one_line_errors(jump_log: Path, capsys, args: list[str], says: str) -> None:
     code, out, err = guard(capsys, str(jump_log), *args)
-    assert code == 1
+    assert code == 2  # a usage error
     assert says in err and "Traceback" not in err
 
 

@@ -1,0 +1,47 @@
+"""The slot ratio does not count approved sentences that state no fact (courtesy, greetings, sign-offs)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from guard.linting import default_stages, lint
+from guard.linting.ratio import NO_FACT_KINDS, measure
+
+TYPES = {"name": "string", "order_id": "identifier", "d": "date"}
+STAGES = default_stages(freetext=False)
+COURTESY = ["Thank you for your order.", "We are happy to help.", "Thanks!", "Kind regards,", "Hi {name},"]
+
+
+def _codes(template: str) -> list[str]:
+    return [f.code for f in lint(template, domain="orders", slot_types=TYPES, stages=STAGES).findings]
+
+
+def test_a_template_of_courtesy_sentences_only_gets_no_r401() -> None:
+    template = "Thank you for your order.\nWe are happy to help.\n"
+    assert measure(template).prose_words == 10  # without the shape stage's word, it is prose
+    result = lint(template, domain="orders", slot_types={}, stages=STAGES)
+    assert [s.shape for s in result.sentences] == ["courtesy", "courtesy"]
+    assert result.findings == [] and result.measures["ratio"].prose_words == 0
+
+
+def test_unapproved_prose_still_counts() -> None:
+    template = (
+        "Your order {order_id} shipped on {d}. It went by the very fastest carrier we have in this whole country.\n"
+    )
+    codes = _codes(template)
+    assert "R401" in codes and "R402" in codes and "S201" in codes
+
+
+def test_courtesy_does_not_dilute_or_inflate_a_statement() -> None:
+    template = "Hi {name},\nYour order {order_id} shipped on {d}.\nThank you for your order.\nKind regards,\n"
+    result = lint(template, domain="orders", slot_types=TYPES, stages=STAGES)
+    assert result.findings == []
+    assert result.measures["ratio"].prose_words == 4  # "Your order shipped on"
+    assert {"courtesy", "greet_line", "sign_off_line"} <= NO_FACT_KINDS
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(COURTESY), min_size=1, max_size=12))
+def test_any_number_of_approved_courtesy_lines_is_clean(lines: list[str]) -> None:
+    assert _codes("\n".join(lines) + "\n") == []
