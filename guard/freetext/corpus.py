@@ -15,7 +15,7 @@ from pathlib import Path
 
 from guard.errors import CorpusError, Problem
 
-LABELS: tuple[str, ...] = ("causal", "comparative", "quantity")
+LABELS: tuple[str, ...] = ("causal", "comparative", "quantity", "temporal")
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
 REGISTERS = frozenset({"formal", "casual", "terse", "apologetic"})
 FIELDS = ("text", "labels", "domain", "split", "hard", "register")

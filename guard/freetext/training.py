@@ -37,12 +37,17 @@ class TrainResult:
     card: dict[str, Any]
 
 
+#: Labels whose weights ignore number features (see ``guard.freetext.estimators.NUMBER_FEATURES``).
+NEUTRAL_NUMBERS = ("causal", "comparative")
+
+
 def pipeline(C: float = 1.0, min_df: int = 2, groups: tuple[str, ...] | None = None):
-    from sklearn.pipeline import Pipeline
+    from guard.freetext.estimators import FeaturePipeline, MultiLabelLogistic, SpacyFeaturizer
 
-    from guard.freetext.estimators import MultiLabelLogistic, SpacyFeaturizer
-
-    return Pipeline([("features", SpacyFeaturizer(groups=groups, min_df=min_df)), ("model", MultiLabelLogistic(C=C))])
+    neutral = tuple(LABELS.index(lab) for lab in NEUTRAL_NUMBERS)
+    return FeaturePipeline(
+        [("features", SpacyFeaturizer(groups=groups, min_df=min_df)), ("model", MultiLabelLogistic(C=C, neutral=neutral))]
+    )
 
 
 def label_metrics(Y: np.ndarray, P: np.ndarray, labels: Sequence[str] = LABELS) -> dict[str, dict[str, float]]:

@@ -1,0 +1,115 @@
+"""Text normalisation before classification, with a map back to the original offsets.
+
+A model reads words, so text that *looks* like a word must read as one: "lаter thаn" with a
+Cyrillic "а", "ｃｈｅａｐｅｒ" in full-width letters, "ﬁve" with a ligature or "fas\u200bter" with
+a zero-width space are the words a reader sees. :func:`normalize` folds each character (NFKD,
+combining marks dropped, NFKC, then Unicode's confusable letters mapped to the Latin letter
+they imitate when the text holds Latin letters at all), drops default-ignorable format
+characters, and breaks every run of more than :data:`MAX_RUN` non-space characters with a
+space, because spaCy's tokenizer is quadratic in the length of one whitespace-free chunk
+(8,000 characters of ".," took 97 s) and linear in the number of bounded chunks.
+
+The result keeps, per character, the span of the original text it came from, so evidence
+spans found on the normalised text are reported on the text the caller gave.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import NamedTuple
+
+#: Longest run of non-space characters handed to the tokenizer in one piece.
+MAX_RUN = 64
+
+_FAST_OK = re.compile(r"\S{%d}" % (MAX_RUN + 1))
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+class Normalized(NamedTuple):
+    """A normalised text and where each of its characters came from.
+
+    ``starts[i]:ends[i]`` is the span of the original text that character ``i`` stands for;
+    both are None when the text is unchanged (every offset maps to itself).
+    """
+
+    text: str
+    starts: tuple[int, ...] | None = None
+    ends: tuple[int, ...] | None = None
+
+    def original(self, start: int, end: int) -> tuple[int, int]:
+        """The original span of the normalised characters ``start:end`` (``end > start``)."""
+        if self.starts is None or self.ends is None:
+            return start, end
+        return self.starts[start], self.ends[end - 1]
+
+
+@lru_cache(maxsize=1)
+def confusable_table() -> dict[str, str]:
+    """Non-ASCII character -> the ASCII letter it imitates, from Unicode's confusables data.
+
+    Built once from the ``confusable_homoglyphs`` package's copy of confusables.txt. Where a
+    character imitates several letters ("І" looks like "I" and "l"), a letter of the same case
+    wins, then the alphabetically first.
+    """
+    from confusable_homoglyphs.confusables import confusables_data
+
+    table: dict[str, str] = {}
+    for char, glyphs in confusables_data.items():
+        if len(char) != 1 or char.isascii():
+            continue
+        folded = unicodedata.normalize("NFKC", char)
+        if folded.isascii():
+            continue  # NFKC already reads it (full-width and mathematical letters)
+        targets = sorted(g["c"] for g in glyphs if len(g["c"]) == 1 and g["c"].isascii() and g["c"].isalpha())
+        if not targets:
+            continue
+        same_case = [t for t in targets if t.islower() == char.islower()]
+        table[char] = (same_case or targets)[0]
+    return table
+
+
+@lru_cache(maxsize=8192)
+def _fold(char: str, latin: bool) -> str:
+    """What one non-ASCII character reads as: possibly nothing or several characters."""
+    if unicodedata.category(char) == "Cf":
+        return ""
+    base = "".join(c for c in unicodedata.normalize("NFKD", char) if unicodedata.category(c) != "Mn")
+    out = unicodedata.normalize("NFKC", base)
+    # a non-ASCII brace never becomes a slot: slots are written with ASCII braces only
+    out = out.replace("{", "(").replace("}", ")")
+    if latin:
+        table = confusable_table()
+        out = "".join(table.get(c, c) for c in out)
+    return out
+
+
+def normalize(text: str) -> Normalized:
+    """Fold confusable characters and break overlong runs; see the module docstring."""
+    if text.isascii() and not _FAST_OK.search(text):
+        return Normalized(text)
+    latin = bool(_LATIN.search(text))
+    pieces: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    run = 0
+    for i, char in enumerate(text):
+        folded = char if char.isascii() else _fold(char, latin)
+        for c in folded:
+            if c.isspace():
+                run = 0
+            else:
+                if run == MAX_RUN:
+                    pieces.append(" ")
+                    starts.append(i)
+                    ends.append(i)
+                    run = 0
+                run += 1
+            pieces.append(c)
+            starts.append(i)
+            ends.append(i + 1)
+    out = "".join(pieces)
+    if out == text:
+        return Normalized(text)
+    return Normalized(out, tuple(starts), tuple(ends))
