@@ -59,7 +59,10 @@ def prepare(text: str) -> Normalized:
 
 #: Digit tokens that name a point in time: a clock time ("6:40", "9am", "6.30pm"), a year, a day of the month.
 _NUMERIC_KINDS = (
-    ("guard_clock", re.compile(r"(?:[01]?\d|2[0-3])[:.][0-5]\d(?:[ap]\.?m\.?)?|(?:1[0-2]|0?[1-9])(?:[:.][0-5]\d)?[ap]\.?m\.?")),
+    (
+        "guard_clock",
+        re.compile(r"(?:[01]?\d|2[0-3])[:.][0-5]\d(?:[ap]\.?m\.?)?|(?:1[0-2]|0?[1-9])(?:[:.][0-5]\d)?[ap]\.?m\.?"),
+    ),
     ("guard_year", re.compile(r"(?:1[89]|20)\d\d")),
     ("guard_ordinal", re.compile(r"(?:[12]?\d|3[01])(?:st|nd|rd|th)")),
 )
@@ -279,7 +282,12 @@ class Linguistics:
         if not lower.endswith("ed") or len(lower) < 4:
             return False
         stem = lower[:-2]
-        candidates = (stem, stem + "e", stem[:-1] + "y" if stem.endswith("i") else "", stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else "")
+        candidates = (
+            stem,
+            stem + "e",
+            stem[:-1] + "y" if stem.endswith("i") else "",
+            stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else "",
+        )
         return any(c in self.verb_index for c in candidates if c)
 
     def _is_cmp(self, lower: str, lemma: str) -> bool:

@@ -5,9 +5,12 @@ Cyrillic "а", "ｃｈｅａｐｅｒ" in full-width letters, "ﬁve" with a lig
 a zero-width space are the words a reader sees. :func:`normalize` folds each character (NFKD,
 combining marks dropped, NFKC, then Unicode's confusable letters mapped to the Latin letter
 they imitate when the text holds Latin letters at all), drops default-ignorable format
-characters, and breaks every run of more than :data:`MAX_RUN` non-space characters with a
-space, because spaCy's tokenizer is quadratic in the length of one whitespace-free chunk
-(8,000 characters of ".," took 97 s) and linear in the number of bounded chunks.
+characters, keeps at most :data:`MAX_PUNCT` characters of a run of punctuation and symbols,
+and breaks every run of more than :data:`MAX_RUN` non-space characters with a space, because
+spaCy's tokenizer is quadratic in the length of one whitespace-free chunk (8,000 characters of
+".," took 97 s) and linear in the number of bounded chunks. A long run of punctuation says
+nothing a short one does not, and would otherwise add thousands of tokens whose small weights
+sum to drown the words around them.
 
 The result keeps, per character, the span of the original text it came from, so evidence
 spans found on the normalised text are reported on the text the caller gave.
@@ -22,8 +25,10 @@ from typing import NamedTuple
 
 #: Longest run of non-space characters handed to the tokenizer in one piece.
 MAX_RUN = 64
+#: Longest run of punctuation and symbol characters kept; the rest of the run is dropped.
+MAX_PUNCT = 8
 
-_FAST_OK = re.compile(r"\S{%d}" % (MAX_RUN + 1))
+_NEEDS_WORK = re.compile(rf"\S{{{MAX_RUN + 1}}}|[^\w\s]{{{MAX_PUNCT + 1}}}")
 _LATIN = re.compile(r"[A-Za-z]")
 
 
@@ -87,16 +92,22 @@ def _fold(char: str, latin: bool) -> str:
 
 def normalize(text: str) -> Normalized:
     """Fold confusable characters and break overlong runs; see the module docstring."""
-    if text.isascii() and not _FAST_OK.search(text):
+    if text.isascii() and not _NEEDS_WORK.search(text):
         return Normalized(text)
     latin = bool(_LATIN.search(text))
     pieces: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
-    run = 0
+    run = punct = 0
     for i, char in enumerate(text):
         folded = char if char.isascii() else _fold(char, latin)
         for c in folded:
+            if c.isalnum() or c.isspace() or c == "_":
+                punct = 0
+            else:
+                punct += 1
+                if punct > MAX_PUNCT:
+                    continue
             if c.isspace():
                 run = 0
             else:
