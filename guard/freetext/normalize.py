@@ -28,8 +28,12 @@ MAX_RUN = 64
 #: Longest run of punctuation and symbol characters kept; the rest of the run is dropped.
 MAX_PUNCT = 8
 
-_NEEDS_WORK = re.compile(rf"\S{{{MAX_RUN + 1}}}|[^\w\s]{{{MAX_PUNCT + 1}}}")
+_LONG_RUN = re.compile(rf"(?<!\S)\S{{{MAX_RUN + 1}}}")
+_PUNCT_RUN = re.compile(rf"[^\w\s]{{{MAX_PUNCT + 1}}}")
+#: The same as _PUNCT_RUN for ASCII text (its Unicode classes cost ten times as much per character).
+_ASCII_PUNCT_RUN = re.compile(rf"[!-/:-@\[-`{{-~]{{{MAX_PUNCT + 1}}}")
 _LATIN = re.compile(r"[A-Za-z]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 class Normalized(NamedTuple):
@@ -92,9 +96,20 @@ def _fold(char: str, latin: bool) -> str:
 
 def normalize(text: str) -> Normalized:
     """Fold confusable characters and break overlong runs; see the module docstring."""
-    if text.isascii() and not _NEEDS_WORK.search(text):
+    if text.isascii():
+        if _ASCII_PUNCT_RUN.search(text) or _LONG_RUN.search(text):
+            return _rebuild(text, True)
         return Normalized(text)
     latin = bool(_LATIN.search(text))
+    if any(_fold(c, latin) != c for c in set(_NON_ASCII.findall(text))):
+        return _rebuild(text, latin)
+    if _PUNCT_RUN.search(text) or _LONG_RUN.search(text):
+        return _rebuild(text, latin)
+    return Normalized(text)
+
+
+def _rebuild(text: str, latin: bool) -> Normalized:
+    """The normalised text, character by character, with the map back to the original."""
     pieces: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
