@@ -1,4 +1,4 @@
-"""``guard classify``: flag comparative, quantity and causal claims, one result per input line."""
+"""``guard classify``: flag comparative, quantity, causal and temporal claims, one result per input line."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ def train_cmd(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from guard.freetext.training import report_table, train, write
+    from guard.freetext.training import challenge_table, report_table, train, write
 
     err = Console(stderr=True)
     with Progress(
@@ -47,6 +47,8 @@ def train_cmd(
     card = write(result, out)
     console = Console(file=sys.stdout, width=120)
     console.print(report_table(card))
+    if card.get("challenge"):
+        console.print(challenge_table(card))
     cv = card["training"]["cv"]
     console.print(
         f"cross-validation ({cv['folds']} folds) chose {cv['best']} (mean macro-F1 "

@@ -1,4 +1,4 @@
-"""Free-text claim classifier: flags comparative, quantity and causal claims outside slots.
+"""Free-text claim classifier: flags comparative, quantity, causal and temporal claims outside slots.
 
 ``load()`` returns the shipped :class:`FreeTextClassifier`; ``predict(texts)``
 gives labels, per-label scores and evidence spans. Training lives in

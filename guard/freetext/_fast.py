@@ -30,7 +30,6 @@ from guard.freetext.featurize import (
     LONG,
     MIN_EVIDENCE,
     bi_features,
-    mask_slots,
     tri_feature,
     uni_features,
 )
@@ -267,7 +266,7 @@ class _NonSpace:
         if _NonSpace._SPACE is None:
             _NonSpace._SPACE = np.array([chr(c).isspace() for c in range(0x3001)] + [False])
         table = _NonSpace._SPACE
-        joined = mask_slots("\n".join(texts))  # no slot spans a newline, so texts are masked as one by one
+        joined = "\n".join(texts)
         points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
         self.positions = np.flatnonzero(~table[np.minimum(points, len(table) - 1)])
         lengths = np.fromiter(map(len, texts), dtype=np.intp, count=len(texts))
@@ -371,21 +370,17 @@ def spans_bulk(clf: Any, texts: list[str], batch: Any, codes: np.ndarray, top: i
         chars.offsets(k, before[first_tok] - before[base], tiled).tolist(),
         chars.offsets(k, before[last_tok] - before[base], tiled).tolist(),
         xlen[last_tok].tolist(),
-        arr.slot[ids[last_tok]].tolist(),
         tiled.tolist(),
     )
     from guard.freetext.model import Span
 
     labels = clf.labels
     searched: dict[int, list[int]] = {}
-    for i, j, s, e, start, last, n_last, slot, ok in rows:
+    for i, j, s, e, start, last, n_last, ok in rows:
         text = texts[i]
         if not ok:
             offsets = searched.get(i) or searched.setdefault(i, clf._offsets(text, batch.lexes[i], len(batch.lexes[i])))
             start, last = offsets[s], offsets[e - 1]
         end = last + n_last
-        if slot:
-            close = text.find("}", last)
-            end = close + 1 if close >= 0 else end
         out[i][labels[j]].append(Span(start, end, text[start:end]))
     return out

@@ -15,8 +15,23 @@ from pathlib import Path
 
 from guard.errors import CorpusError, Problem
 
-LABELS: tuple[str, ...] = ("causal", "comparative", "quantity")
+LABELS: tuple[str, ...] = ("causal", "comparative", "quantity", "temporal")
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
+#: guard's own domains; the corpus also holds text beyond them (reviews, science, debates, support chat).
+GUARD_DOMAINS = frozenset(
+    {
+        "orders",
+        "billing",
+        "banking",
+        "travel",
+        "telecom",
+        "healthcare",
+        "saas",
+        "insurance",
+        "utilities",
+        "food_delivery",
+    }
+)
 REGISTERS = frozenset({"formal", "casual", "terse", "apologetic"})
 FIELDS = ("text", "labels", "domain", "split", "hard", "register")
 _MAX_PROBLEMS = 50
@@ -175,10 +190,24 @@ def summary(examples: Iterable[Example]) -> dict:
         "registers": dict(sorted(Counter(e.register for e in exs).items())),
         "with_slots": sum(e.has_slot for e in exs) / n if n else 0.0,
         "hard": sum(e.hard for e in exs) / n if n else 0.0,
+        "words": _length_stats([len(e.text.split()) for e in exs]),
         "labels_by_domain": {
             dom: {lab: sum(1 for e in exs if e.domain == dom and lab in e.labels) for lab in LABELS}
             for dom in sorted({e.domain for e in exs})
         },
+    }
+
+
+def _length_stats(lengths: list[int]) -> dict[str, float]:
+    """Mean, 90th percentile and maximum words per sentence, and how many have 25 or more."""
+    if not lengths:
+        return {"mean": 0.0, "p90": 0, "max": 0, "long_25_plus": 0}
+    ordered = sorted(lengths)
+    return {
+        "mean": round(sum(ordered) / len(ordered), 2),
+        "p90": ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))],
+        "max": ordered[-1],
+        "long_25_plus": sum(n >= 25 for n in ordered),
     }
 
 

@@ -9,6 +9,7 @@ learning happens in ``fit``, learned attributes end in ``_``, and they survive
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from guard.freetext.featurize import GROUPS, linguistics
@@ -97,25 +99,53 @@ class SpacyFeaturizer(TransformerMixin, BaseEstimator):
         return tags
 
 
+#: Features that only say "a number is here": a digit or number word, its shape, class or unit pattern,
+#: or an n-gram holding one. They are evidence for quantity; for the labels in NEUTRAL_NUMBERS their
+#: weights may not be negative, so that several numbers in a sentence ("the 2.5-inch screen is bigger
+#: than the 2-inch one") never push a comparison or a cause down.
+NUMBER_FEATURES = (
+    r"^(num|dig|s=[^a-z]*d.*|[wl]=.*\d.*|c=(NUMBER|UNIT|FRACTION)|m=(clock|year|ordinal)"
+    r"|p=(NUM_UNIT|NUM_NOUN|NUMBER_WORD)|[bat]=.*(#NUM|\d).*)$"
+)
+
+
+def number_columns(names: Iterable[str]) -> np.ndarray:
+    """Indices of the feature names matched by :data:`NUMBER_FEATURES`."""
+    rx = re.compile(NUMBER_FEATURES)
+    return np.array([i for i, n in enumerate(names) if rx.match(n)], dtype=np.intp)
+
+
 class MultiLabelLogistic(ClassifierMixin, BaseEstimator):
     """One L2 logistic regression per label over a shared feature matrix.
 
     ``predict_proba`` returns an (n, n_labels) matrix of per-label probabilities;
-    ``predict`` applies ``thresholds`` (a float or one per label).
+    ``predict`` applies ``thresholds`` (a float or one per label). ``neutral`` lists label
+    indices whose weights on the columns passed to ``fit`` as ``neutral_columns`` may not be
+    negative: those features may speak for the label but never against it.
     """
 
     def __init__(
-        self, C: float = 1.0, class_weight: str | None = "balanced", thresholds: Any = 0.5, max_iter: int = 2000
+        self,
+        C: float = 1.0,
+        class_weight: str | None = "balanced",
+        thresholds: Any = 0.5,
+        max_iter: int = 2000,
+        neutral: tuple[int, ...] = (),
     ) -> None:
         self.C = C
         self.class_weight = class_weight
         self.thresholds = thresholds
         self.max_iter = max_iter
+        self.neutral = neutral
 
-    def fit(self, X: Any, Y: Any) -> MultiLabelLogistic:
+    def fit(self, X: Any, Y: Any, neutral_columns: Any = None) -> MultiLabelLogistic:
         Y = np.asarray(Y)
         if Y.ndim == 1:
             Y = Y.reshape(-1, 1)
+        keep = None
+        if self.neutral and neutral_columns is not None and len(neutral_columns):
+            keep = np.ones(X.shape[1], dtype=bool)
+            keep[np.asarray(neutral_columns, dtype=np.intp)] = False
         coefs, intercepts = [], []
         for j in range(Y.shape[1]):
             y = Y[:, j]
@@ -126,14 +156,33 @@ class MultiLabelLogistic(ClassifierMixin, BaseEstimator):
             lr = LogisticRegression(
                 C=self.C, class_weight=self.class_weight, solver="liblinear", max_iter=self.max_iter
             )
-            lr.fit(X, y)
-            coefs.append(lr.coef_[0])
+            if keep is not None and j in self.neutral:
+                coefs.append(self._fit_nonnegative(lr, X, y, ~keep))
+            else:
+                lr.fit(X, y)
+                coefs.append(lr.coef_[0])
             intercepts.append(float(lr.intercept_[0]))
         self.coef_ = np.vstack(coefs)
         self.intercept_ = np.asarray(intercepts)
         self.n_labels_ = Y.shape[1]
         self.classes_ = np.arange(self.n_labels_)
         return self
+
+    @staticmethod
+    def _fit_nonnegative(lr: LogisticRegression, X: Any, y: np.ndarray, constrained: np.ndarray) -> np.ndarray:
+        """Fit ``lr`` with the ``constrained`` columns' weights kept at zero or above (an active set:
+        a constrained column that takes a negative weight is dropped and the model refitted)."""
+        active = np.ones(X.shape[1], dtype=bool)
+        for _ in range(4):
+            cols = np.flatnonzero(active)
+            lr.fit(X[:, cols], y)
+            coef = np.zeros(X.shape[1])
+            coef[cols] = lr.coef_[0]
+            negative = constrained & (coef < 0)
+            if not negative.any():
+                break
+            active &= ~negative
+        return np.where(constrained, np.maximum(coef, 0.0), coef)
 
     def decision_function(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "coef_")
@@ -145,6 +194,17 @@ class MultiLabelLogistic(ClassifierMixin, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         thr = np.broadcast_to(np.asarray(self.thresholds, dtype=float), (self.n_labels_,))
         return (self.predict_proba(X) >= thr).astype(np.int8)
+
+
+class FeaturePipeline(Pipeline):
+    """``SpacyFeaturizer`` then ``MultiLabelLogistic``, the model told which fitted columns are number features."""
+
+    def fit(self, X: Any, y: Any = None, **params: Any) -> FeaturePipeline:
+        features, model = self.steps[0][1], self.steps[-1][1]
+        texts = _as_texts(X)
+        Xt = features.fit(texts).transform(texts)
+        model.fit(Xt, y, neutral_columns=number_columns(features.get_feature_names_out()))
+        return self
 
 
 def _as_texts(X: Iterable[str]) -> list[str]:

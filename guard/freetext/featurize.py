@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
+from guard.freetext.normalize import Normalized, normalize
 
 if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
@@ -27,7 +28,7 @@ MIN_EVIDENCE = 0.2
 
 #: Bumped whenever a change here alters the features of a text; models record it and
 #: refuse to load under a different one (their weights would silently mean something else).
-FEATURIZER_VERSION = 6
+FEATURIZER_VERSION = 7
 
 #: Stand-in for a ``{slot}``: a private-use character the tokenizer keeps as one token.
 SLOT_CHAR = "\ue000"
@@ -46,6 +47,25 @@ def mask_slots(text: str) -> str:
         return text
     return _SLOT_RE.sub(lambda m: SLOT_CHAR + " " * (len(m.group()) - 1), text)
 
+
+def prepare(text: str) -> Normalized:
+    """What the tokenizer reads: slots masked, then the text normalised (see :mod:`guard.freetext.normalize`).
+
+    Masking comes first so that a slot's name is never folded or broken; normalising keeps the
+    private-use slot character as it is.
+    """
+    return normalize(mask_slots(text))
+
+
+#: Digit tokens that name a point in time: a clock time ("6:40", "9am", "6.30pm"), a year, a day of the month.
+_NUMERIC_KINDS = (
+    (
+        "guard_clock",
+        re.compile(r"(?:[01]?\d|2[0-3])[:.][0-5]\d(?:[ap]\.?m\.?)?|(?:1[0-2]|0?[1-9])(?:[:.][0-5]\d)?[ap]\.?m\.?"),
+    ),
+    ("guard_year", re.compile(r"(?:1[89]|20)\d\d")),
+    ("guard_ordinal", re.compile(r"(?:[12]?\d|3[01])(?:st|nd|rd|th)")),
+)
 
 _CONDITION = frozenset({"if", "once", "unless", "whenever", "when", "until"})
 _MODAL = frozenset(
@@ -147,6 +167,10 @@ class Linguistics:
         from spacy.lookups import load_lookups
 
         self.lexicon = lexicon
+        tables = load_lookups("en", ["lemma_exc", "lemma_index"])
+        #: irregular verb forms -> lemmas, and the verbs' base forms (spaCy's rule lemmatizer tables)
+        self.verb_exc: dict[str, list[str]] = dict(tables.get_table("lemma_exc")["verb"])
+        self.verb_index = frozenset(tables.get_table("lemma_index")["verb"])
         self.matcher = matcher
         self.nlp = spacy.blank("en")
         self.vocab = self.nlp.vocab
@@ -215,15 +239,13 @@ class Linguistics:
         if plural:
             found.add("guard_plural")
             morph.append("m=pl")
-        elif (
-            lemma != lower
-            and lemma not in _AUXILIARIES
-            and not lower.endswith(("ing", "s"))
-            and "guard_cmp" not in found
-            and "guard_sup" not in found
-        ):
+        elif lemma not in _AUXILIARIES and "guard_cmp" not in found and self.is_past(lower):
             found.add("guard_past")
             morph.append("m=past")
+        for key, pattern in _NUMERIC_KINDS:
+            if pattern.fullmatch(lower):
+                found.add(key)
+                morph.append(f"m={key[6:]}")
         digit = not like_num and any(ch.isdigit() for ch in text)
         abs_ = "#NUM" if like_num or digit else next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
         uni = [f"w={lower}"]
@@ -243,6 +265,30 @@ class Linguistics:
         return Lex(
             text, lower, lemma, abs_, tuple(uni), keys, False, bool(vlex.is_punct), False, self.matcher.state(keys)
         )
+
+    def is_past(self, lower: str) -> bool:
+        """Whether a word is a past tense or past participle form of a verb.
+
+        Irregular forms come from the verb exceptions of spaCy's lemmatizer tables ("went", "led",
+        "shown"); a regular form is "-ed" on a known verb ("caused", "united", "stopped", "carried").
+        A lookup lemma that merely differs from the word ("children", "data", "these", "an") says
+        nothing about tense.
+        """
+        if lower.endswith(("ing", "s")) or lower in self.verb_index:
+            return False
+        lemmas = self.verb_exc.get(lower)
+        if lemmas is not None:
+            return any(lemma != lower for lemma in lemmas)
+        if not lower.endswith("ed") or len(lower) < 4:
+            return False
+        stem = lower[:-2]
+        candidates = (
+            stem,
+            stem + "e",
+            stem[:-1] + "y" if stem.endswith("i") else "",
+            stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else "",
+        )
+        return any(c in self.verb_index for c in candidates if c)
 
     def _is_cmp(self, lower: str, lemma: str) -> bool:
         if lower in self.cmp_forms:
@@ -267,16 +313,17 @@ class Linguistics:
     # -- documents ------------------------------------------------------------------
 
     def lexes(self, texts: Iterable[str]) -> Iterable[list[Lex]]:
-        """Non-space lexemes of each (slot-masked) text."""
+        """Non-space lexemes of each text (prepared: slots masked, normalised)."""
         from spacy.attrs import ORTH
 
         get, make = self.cache.get, self.lex
-        for doc in self.tokenizer.pipe(mask_slots(t) for t in texts):
+        for doc in self.tokenizer.pipe(prepare(t).text for t in texts):
             out = [get(o) or make(o) for o in doc.to_array(ORTH).tolist()]
             yield [x for x in out if not x.space]
 
-    def fast_lexes(self, texts: Iterable[str]) -> Iterable[list[Lex]]:
-        """The same as :meth:`lexes`, from a cache of whitespace-separated chunks.
+    def fast_lexes(self, texts: Iterable[str], *, prepared: bool = False) -> Iterable[list[Lex]]:
+        """The same as :meth:`lexes`, from a cache of whitespace-separated chunks (``prepared``: the
+        texts are already the output of :func:`prepare`).
 
         spaCy tokenizes each chunk on its own (its cache works per chunk), except
         that a special case ("'cause", ":-)") is matched over the whole document; a
@@ -289,7 +336,7 @@ class Linguistics:
         pairs, chunks, chunk, tokenizer = self._pairs, self.chunks, self._chunk, self.tokenizer
         get, make = self.cache.get, self.lex
         for text in texts:
-            masked = mask_slots(text)
+            masked = text if prepared else prepare(text).text
             out: list[Lex] = []
             prev = None
             for c in masked.split():
@@ -343,12 +390,13 @@ class Linguistics:
 
     def tokens(self, text: str) -> list[tuple[Lex, int, int]]:
         """Non-space lexemes of one text with their character offsets in the original text."""
-        doc = self.tokenizer(mask_slots(text))
+        norm = prepare(text)
+        doc = self.tokenizer(norm.text)
         out = []
         for t in doc:
             x = self.lex(t.orth)
             if not x.space:
-                out.append((x, t.idx, t.idx + len(t.text)))
+                out.append((x, *norm.original(t.idx, t.idx + len(t.text))))
         return out
 
     def features(self, lexes: Sequence[Lex], groups: frozenset[str]) -> list[str]:

@@ -25,7 +25,17 @@ from guard.errors import ModelError
 
 #: Attribute names a pattern may use, mapped to the key prefix of FastMatcher.
 NATIVE_ATTRS = {"LOWER", "LIKE_NUM", "IS_ALPHA", "IS_DIGIT", "IS_PUNCT"}
-CUSTOM_ATTRS = {"guard_lemma", "guard_cmp", "guard_sup", "guard_slot", "guard_plural", "guard_past"}
+CUSTOM_ATTRS = {
+    "guard_lemma",
+    "guard_cmp",
+    "guard_sup",
+    "guard_slot",
+    "guard_plural",
+    "guard_past",
+    "guard_clock",
+    "guard_year",
+    "guard_ordinal",
+}
 FLAG_ATTRS = {
     "LIKE_NUM",
     "IS_ALPHA",
@@ -36,6 +46,9 @@ FLAG_ATTRS = {
     "guard_slot",
     "guard_plural",
     "guard_past",
+    "guard_clock",
+    "guard_year",
+    "guard_ordinal",
 }
 VALUE_ATTRS = {"LOWER": "w", "guard_lemma": "l"}
 
@@ -300,6 +313,9 @@ def register_extensions(lexeme_of) -> None:
         "guard_slot": lambda t: "guard_slot" in lexeme_of(t).keys,
         "guard_plural": lambda t: "guard_plural" in lexeme_of(t).keys,
         "guard_past": lambda t: "guard_past" in lexeme_of(t).keys,
+        "guard_clock": lambda t: "guard_clock" in lexeme_of(t).keys,
+        "guard_year": lambda t: "guard_year" in lexeme_of(t).keys,
+        "guard_ordinal": lambda t: "guard_ordinal" in lexeme_of(t).keys,
     }
     for name, getter in getters.items():
         Token.set_extension(name, getter=getter, force=True)

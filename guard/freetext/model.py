@@ -37,11 +37,13 @@ from guard.freetext.featurize import (
     LEAD,
     LONG,
     MIN_EVIDENCE,
+    SLOT_CHAR,
     Linguistics,
     clause_features,
     linguistics,
-    mask_slots,
+    prepare,
 )
+from guard.freetext.normalize import Normalized
 
 FORMAT_VERSION = 1
 #: Libraries whose version must match the card: name -> how many version parts must agree.
@@ -211,7 +213,8 @@ class FreeTextClassifier:
         return w
 
     def _batch(self, texts: list[str]) -> _Batch:
-        """Scores of a batch, with what its evidence spans need.
+        """Scores of a batch of prepared texts (see :func:`~guard.freetext.featurize.prepare`), with what
+        its evidence spans need.
 
         Per token, Python only looks its window up (a dict hit in C for a warm
         window). The windows' columns are then gathered text by text, or for a
@@ -227,7 +230,7 @@ class FreeTextClassifier:
         ids: list[int] = []
         starts: list[int] = []
         docs = []
-        for lexes in ling.fast_lexes(texts):
+        for lexes in ling.fast_lexes(texts, prepared=True):
             starts.append(len(ids))
             docs.append(lexes)
             seq = [BOS, BOS, *lexes, EOS]
@@ -268,11 +271,11 @@ class FreeTextClassifier:
         """Per-label log-odds, shape (n, n_labels)."""
         texts = _check_texts(texts)
         with self._guard():
-            return self._batch(texts).z
+            return self._batch([prepare(t).text for t in texts]).z
 
     def predict_proba(self, texts: Iterable[str]) -> np.ndarray:
         """Per-label probabilities, shape (n, n_labels)."""
-        return 1.0 / (1.0 + np.exp(-self.decision_function(texts)))
+        return _sigmoid(self.decision_function(texts))
 
     def predict(self, texts: Iterable[str] | str, *, spans: bool = True) -> list[Prediction]:
         """One :class:`Prediction` per text (a single string counts as one text)."""
@@ -299,12 +302,18 @@ class FreeTextClassifier:
                 gc.enable()
 
     def _predict(self, texts: list[str], spans: bool) -> list[Prediction]:
-        batch = self._batch(texts)
+        norm = [prepare(t) for t in texts]
+        prepared = [n.text for n in norm]
+        batch = self._batch(prepared)
         z = batch.z
         codes = ((z >= self._logit_thresholds()) @ (1 << np.arange(len(self.labels)))).astype(np.intp)
         label_sets = self._label_sets()
-        evidence = self._spans(texts, batch, codes) if spans else [{}] * len(texts)
-        probs = (1.0 / (1.0 + np.exp(-z))).tolist()
+        evidence = self._spans(prepared, batch, codes) if spans else [{}] * len(texts)
+        if spans:
+            for i in np.flatnonzero(codes).tolist():
+                if prepared[i] is not texts[i]:
+                    evidence[i] = _to_original(texts[i], norm[i], evidence[i])
+        probs = _sigmoid(z).tolist()
         labels_all = self.labels
         return [
             Prediction(text, label_sets[code], dict(zip(labels_all, p)), ev)
@@ -342,8 +351,11 @@ class FreeTextClassifier:
         labels = tuple(self.labels if labels is None else labels)
         index = self._label_index()
         code = sum(1 << j for j in {index[lab] for lab in labels})
+        norm = prepare(text)
         with self._guard():
-            found = self._spans([text], self._batch([text]), np.array([code], dtype=np.intp))[0]
+            found = self._spans([norm.text], self._batch([norm.text]), np.array([code], dtype=np.intp))[0]
+        if norm.text is not text:
+            found = _to_original(text, norm, found)
         return {lab: found.get(lab, []) for lab in labels}
 
     #: From this many texts on, columns are gathered and spans ranked in bulk with numpy; below it
@@ -404,9 +416,6 @@ class FreeTextClassifier:
                 for s, e in merged:
                     start, last = offsets[s], offsets[e - 1]
                     end = last + len(lexes[e - 1].text)
-                    if lexes[e - 1].slot:
-                        close = text.find("}", last)
-                        end = close + 1 if close >= 0 else end
                     spans.append(Span(start, end, text[start:end]))
         return out
 
@@ -434,9 +443,9 @@ class FreeTextClassifier:
 
     @staticmethod
     def _offsets(text: str, lexes: list, upto: int) -> list[int]:
-        """Start offsets of the first ``upto`` lexemes, found by search: tokens appear in order in the
-        masked text, which keeps the original offsets."""
-        find = mask_slots(text).find
+        """Start offsets of the first ``upto`` lexemes in a prepared text, found by search: tokens appear
+        in it in order."""
+        find = text.find
         out: list[int] = []
         append = out.append
         pos = 0
@@ -465,6 +474,27 @@ class FreeTextClassifier:
             seen.add((f, s, e))
             out.append((f, self.weights[col], s, e))
         return out
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    """Probabilities from log-odds; a long text's sum of weights can be far beyond exp's range."""
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -500.0, 500.0)))
+
+
+def _to_original(text: str, norm: Normalized, found: dict[str, list[Span]]) -> dict[str, list[Span]]:
+    """Spans found on a prepared text, moved onto the text the caller gave: offsets mapped back through
+    the normalisation, and a span ending on a masked slot extended to the slot's closing brace."""
+    out: dict[str, list[Span]] = {}
+    for lab, spans in found.items():
+        moved = []
+        for sp in spans:
+            start, end = norm.original(sp.start, sp.end)
+            if norm.text[sp.end - 1] == SLOT_CHAR:
+                close = text.find("}", norm.original(sp.end - 1, sp.end)[0])
+                end = close + 1 if close >= 0 else end
+            moved.append(Span(start, end, text[start:end]))
+        out[lab] = moved
+    return out
 
 
 class _Batch(NamedTuple):

@@ -7,7 +7,9 @@ Protocol (recorded in the model card):
    dev, where dev metrics are measured;
 3. the pipeline is refitted on train+dev (unless ``refit_on_dev`` is false) and
    measured on test with the dev thresholds;
-4. both baselines go through the same protocol and are reported beside it.
+4. both baselines go through the same protocol and are reported beside it;
+5. the final model is scored on every challenge split found beside the corpus
+   (``challenge/``, ``challenge/fresh/``, ``challenge/blind/``), never trained or tuned on.
 """
 
 from __future__ import annotations
@@ -25,10 +27,18 @@ from typing import Any
 import numpy as np
 
 from guard.errors import CorpusError
-from guard.freetext.corpus import LABELS, Example, corpus_sha256, label_matrix, read_corpus, summary
+from guard.freetext.corpus import (
+    GUARD_DOMAINS,
+    LABELS,
+    Example,
+    corpus_sha256,
+    label_matrix,
+    read_corpus,
+    summary,
+)
 
 #: Hyper-parameter grid searched by cross-validation.
-DEFAULT_GRID: dict[str, Sequence[Any]] = {"C": (0.25, 0.5, 1.0, 2.0), "min_df": (1, 2)}
+DEFAULT_GRID: dict[str, Sequence[Any]] = {"C": (0.5, 1.0, 2.0, 4.0), "min_df": (1, 2)}
 
 
 @dataclass
@@ -37,12 +47,20 @@ class TrainResult:
     card: dict[str, Any]
 
 
+#: Labels whose weights ignore number features (see ``guard.freetext.estimators.NUMBER_FEATURES``).
+NEUTRAL_NUMBERS = ("causal", "comparative")
+
+
 def pipeline(C: float = 1.0, min_df: int = 2, groups: tuple[str, ...] | None = None):
-    from sklearn.pipeline import Pipeline
+    from guard.freetext.estimators import FeaturePipeline, MultiLabelLogistic, SpacyFeaturizer
 
-    from guard.freetext.estimators import MultiLabelLogistic, SpacyFeaturizer
-
-    return Pipeline([("features", SpacyFeaturizer(groups=groups, min_df=min_df)), ("model", MultiLabelLogistic(C=C))])
+    neutral = tuple(LABELS.index(lab) for lab in NEUTRAL_NUMBERS)
+    return FeaturePipeline(
+        [
+            ("features", SpacyFeaturizer(groups=groups, min_df=min_df)),
+            ("model", MultiLabelLogistic(C=C, neutral=neutral)),
+        ]
+    )
 
 
 def label_metrics(Y: np.ndarray, P: np.ndarray, labels: Sequence[str] = LABELS) -> dict[str, dict[str, float]]:
@@ -154,8 +172,12 @@ def train(
     seed: int = 0,
     refit_on_dev: bool = True,
     on_step: Callable[[int, int], None] | None = None,
+    challenges: dict[str, Path] | None = None,
 ) -> TrainResult:
-    """Train, evaluate and compare with the baselines; nothing is written (see :func:`write`)."""
+    """Train, evaluate and compare with the baselines; nothing is written (see :func:`write`).
+
+    ``challenges`` maps a name to a challenge directory scored after training (default: those
+    found under ``<corpus>/challenge``)."""
     from guard.freetext.baselines import KeywordBaseline, bag_of_words
     from guard.freetext.lexicon import default_lexicon
     from guard.freetext.model import FreeTextClassifier
@@ -185,6 +207,11 @@ def train(
         fit_on = ["train", "dev"]
     test_pred = (pipe.predict_proba(X["test"]) >= np.asarray(thresholds)).astype(int)
     metrics["test"] = label_metrics(Y["test"], test_pred)
+    in_guard = np.array([e.domain in GUARD_DOMAINS for e in parts["test"]], dtype=bool)
+    test_by_scope = {
+        "guard_domains": label_metrics(Y["test"][in_guard], test_pred[in_guard]),
+        "beyond": label_metrics(Y["test"][~in_guard], test_pred[~in_guard]),
+    }
 
     kw = KeywordBaseline(default_lexicon()["keywords"], LABELS)
     bow = bag_of_words().fit(X["train"], Y["train"])
@@ -195,6 +222,20 @@ def train(
     if refit_on_dev:
         bow = bag_of_words().fit(X["train"] + X["dev"], np.vstack([Y["train"], Y["dev"]]))
     baselines["bag_of_words"]["test"] = label_metrics(Y["test"], bow.predict(X["test"]))
+
+    challenge_scores = {}
+    for name, directory in (default_challenges(corpus) if challenges is None else challenges).items():
+        from guard.freetext.evaluation import read_challenge
+
+        exs = read_challenge(directory)
+        pred = (pipe.predict_proba([e.text for e in exs]) >= np.asarray(thresholds)).astype(int)
+        m = label_metrics(label_matrix(exs), pred)
+        challenge_scores[name] = {
+            "path": str(directory),
+            "n": len(exs),
+            "labels": m,
+            "macro_f1": round(float(np.mean([v["f1"] for v in m.values()])), 4),
+        }
 
     featurizer, model = pipe.named_steps["features"], pipe.named_steps["model"]
     clf = FreeTextClassifier.from_estimators(featurizer, model, LABELS, thresholds)
@@ -224,10 +265,19 @@ def train(
             "seconds": round(time.perf_counter() - started, 1),
         },
         "metrics": metrics,
+        "test_by_scope": test_by_scope,
+        "challenge": challenge_scores,
         "baselines": baselines,
         "beats_baselines": beats,
     }
     return TrainResult(clf, card)
+
+
+def default_challenges(corpus: str | Path) -> dict[str, Path]:
+    """The challenge splits beside a corpus directory: ``challenge`` and its ``fresh`` and ``blind`` parts."""
+    root = Path(corpus) / "challenge"
+    found = {"challenge": root, "fresh": root / "fresh", "blind": root / "blind"}
+    return {name: p for name, p in found.items() if p.is_dir() and any(p.glob("*.jsonl"))}
 
 
 def _lexicon_sha(lexicon: dict) -> str:
@@ -290,4 +340,23 @@ def report_table(card: dict[str, Any]):
                 str(m["support"]),
                 "yes" if card["beats_baselines"][s][lab] else "NO",
             )
+    return t
+
+
+def challenge_table(card: dict[str, Any]):
+    """A rich Table: F1 (P/R) per label on each challenge split of the card."""
+    from rich.table import Table
+
+    t = Table(title="challenge splits (never trained or tuned on): F1 (precision/recall) per label")
+    t.add_column("split")
+    t.add_column("n", justify="right")
+    labels = list(card["labels"]) if "labels" in card else list(LABELS)
+    for lab in labels:
+        t.add_column(lab, justify="right")
+    t.add_column("macro F1", justify="right")
+    for name, res in card.get("challenge", {}).items():
+        cells = [
+            f"{m['f1']:.3f} ({m['precision']:.2f}/{m['recall']:.2f})" for m in (res["labels"][lab] for lab in labels)
+        ]
+        t.add_row(name, str(res["n"]), *cells, f"{res['macro_f1']:.3f}")
     return t

@@ -9,8 +9,13 @@ from guard.findings import Finding
 from guard.linting.registry import Check, Mode, Stage, StageSetup, register
 from guard.linting.runner import LintContext
 
-CODES = {"comparative": "T301", "quantity": "T302", "causal": "T303"}
-WHAT = {"comparative": "a comparison", "quantity": "a quantity", "causal": "a causal claim"}
+CODES = {"comparative": "T301", "quantity": "T302", "causal": "T303", "temporal": "T304"}
+WHAT = {
+    "comparative": "a comparison",
+    "quantity": "a quantity",
+    "causal": "a causal claim",
+    "temporal": "a date or time",
+}
 
 
 def load_classifier(path: Any = None) -> Any:

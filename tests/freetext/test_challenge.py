@@ -19,12 +19,13 @@ from .conftest import CORPUS
 
 CHALLENGE = CORPUS / "challenge"
 FRESH = CHALLENGE / "fresh"
+BLIND = CHALLENGE / "blind"
 DOMAINS = {"reviews", "science", "debates", "support"}
 
 
 def _rows():
-    """Every line of both challenge sets (the main one and fresh/), with its file and line number."""
-    for f in sorted([*CHALLENGE.glob("*.jsonl"), *FRESH.glob("*.jsonl")]):
+    """Every line of the challenge sets (the main one, fresh/ and blind/), with its file and line number."""
+    for f in sorted([*CHALLENGE.glob("*.jsonl"), *FRESH.glob("*.jsonl"), *BLIND.glob("*.jsonl")]):
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
                 yield f, n, json.loads(line)
@@ -38,16 +39,18 @@ def _norm(text: str) -> str:
 def test_challenge_files_follow_the_schema():
     for directory in (CHALLENGE, FRESH):
         assert {f.stem for f in directory.glob("*.jsonl")} == DOMAINS, directory
+    assert {f.stem for f in BLIND.glob("*.jsonl")} == DOMAINS | {"shop_email", "long"}
     for f, n, d in _rows():
         where = f"{f.parent.name}/{f.name}:{n}"
         assert tuple(sorted(d)) == tuple(sorted(FIELDS)), where
         assert d["domain"] == f.stem and d["split"] == "test", where
         assert d["labels"] == sorted(set(d["labels"])) and set(d["labels"]) <= set(LABELS), where
         assert isinstance(d["hard"], bool) and d["register"] in {"formal", "casual", "terse", "apologetic"}, where
-        assert 3 <= len(d["text"].split()) <= 35, where
+        assert 3 <= len(d["text"].split()) <= 45, where
     examples = read_challenge(CHALLENGE)  # the reader's own checks, duplicates included
     assert len(examples) >= 600
     assert len(read_challenge(FRESH)) >= 100
+    assert len(read_challenge(BLIND)) >= 250
 
 
 def test_challenge_covers_every_label_domain_and_hard_cases():
@@ -56,8 +59,20 @@ def test_challenge_covers_every_label_domain_and_hard_cases():
         exs = [e for e in examples if e.domain == dom]
         assert len(exs) >= 150, dom
         assert sum(1 for e in exs if not e.labels and e.hard) >= 20, f"{dom}: too few hard negatives"
-        for lab in LABELS:
+        for lab in ("causal", "comparative", "quantity"):
             assert sum(lab in e.labels for e in exs) >= 25, f"{dom}: too few {lab}"
+
+
+def test_blind_set_has_long_sentences_temporal_cases_and_clean_shop_mail():
+    """The blind split (issue 16): written before any tuning, in other registers, with long sentences."""
+    examples = read_challenge(BLIND)
+    assert sum(len(e.text.split()) >= 25 for e in examples) >= 30
+    assert sum("temporal" in e.labels for e in examples) >= 30
+    assert sum(1 for e in examples if "temporal" not in e.labels and "{" in e.text) >= 10  # slot-supplied times
+    shop = [e for e in examples if e.domain == "shop_email"]
+    assert sum(not e.labels for e in shop) >= 30
+    for lab in LABELS:
+        assert sum(lab in e.labels for e in examples) >= 25, lab
 
 
 def test_challenge_has_no_duplicates_and_no_overlap_with_the_main_corpus():

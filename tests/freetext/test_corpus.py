@@ -23,6 +23,8 @@ DOMAINS = {
     "utilities",
     "food_delivery",
 }
+#: Text beyond guard's domains (issue 16): other registers the classifier must read.
+BEYOND = {"reviews", "science", "debates", "support_chat"}
 
 
 def test_corpus_meets_the_issue(corpus_examples):
@@ -42,12 +44,14 @@ def test_corpus_meets_the_issue(corpus_examples):
         assert s["labels"][lab] >= 300, lab
     assert set(s["registers"]) == {"formal", "casual", "terse", "apologetic"}
     lengths = [len(e.text.split()) for e in corpus_examples]
-    assert min(lengths) >= 3 and max(lengths) <= 35, "GUIDELINES.md: 3 to 35 words"
+    assert min(lengths) >= 3 and max(lengths) <= 45, "GUIDELINES.md: 3 to 45 words"
+    assert sum(n >= 25 for n in lengths) >= 100, "GUIDELINES.md: long multi-clause sentences too"
+    assert s["labels"]["temporal"] >= 300
 
 
 def test_every_file_is_one_domain_and_every_split_follows_the_hash():
     for f in corpus_files(CORPUS):
-        assert f.stem in DOMAINS, f.name
+        assert f.stem in DOMAINS | BEYOND, f.name
     # read_corpus already checks these; check independently from the raw lines too
     seen: dict[str, str] = {}
     for f in corpus_files(CORPUS):

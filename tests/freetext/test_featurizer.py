@@ -219,3 +219,72 @@ def test_chunk_cached_tokens_equal_spacy_tokens(pieces):
     ling = linguistics(default_lexicon())
     text = "".join(pieces)
     assert [[x.text for x in lx] for lx in ling.fast_lexes([text])] == _tokenizer_lexes(ling, [text])
+
+
+def test_past_tense_flag_only_on_verb_forms():
+    """Issue 16: the flag fired whenever a lemma differed from the word ("These results demonstrate")."""
+    ling = linguistics(default_lexicon())
+    for word in ("children", "data", "these", "an", "those", "was", "need", "speed", "hundred", "bed", "feet"):
+        assert "guard_past" not in ling.lex(ling.strings.add(word)).keys, word
+    for word in ("went", "caused", "improved", "united", "stopped", "carried", "led", "shown", "made", "lost", "fed"):
+        assert "guard_past" in ling.lex(ling.strings.add(word)).keys, word
+    feats = set(ling.features(next(iter(ling.lexes(["These data demonstrate it."]))), frozenset({"words", "lemmas"})))
+    assert "m=past" not in " ".join(feats)
+
+
+def _patterns(text):
+    ling = linguistics(default_lexicon())
+    lexes = next(iter(ling.lexes([text])))
+    states = [x.m for x in lexes]
+    return {name for name, _, _ in ling.matcher.find(states) + ling.matcher.find_long(states)}
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("It will arrive by Friday.", "TEMPORAL_DAY"),
+        ("It left our warehouse at 6:40 this morning.", "TEMPORAL_CLOCK"),
+        ("It should be with you by tomorrow evening.", "TEMPORAL_DAY"),
+        ("It ships next week.", "TEMPORAL_PERIOD"),
+        ("The law was signed in 2019.", "TEMPORAL_DATE"),
+        ("We restock every Monday.", "RECURRING"),
+        ("See the details below.", "DISCOURSE"),
+        ("As a reminder, returns are easy.", "DISCOURSE"),
+        ("The vaccine is protective against severe disease.", "EFFICACY"),
+        ("The effect of training on balance was large.", "NOMINAL_EFFECT"),
+        ("Smoking was associated with an increased risk of cancer.", "CORRELATION_RISK"),
+        ("Further trials are needed to test it.", "FUTURE_WORK"),
+        ("Your gold status means it skipped the queue.", "STATUS_CAUSE"),
+        ("This blender beats the competition.", "RANKING"),
+    ],
+)
+def test_lexicon_patterns_for_issue_16(text, pattern):
+    assert pattern in _patterns(text)
+
+
+@pytest.mark.parametrize("text", ["It will arrive on {eta}.", "Since {hold_date} we have held it.", "Thanks!"])
+def test_slot_supplied_times_fire_no_temporal_pattern(text):
+    assert not {p for p in _patterns(text) if p.startswith("TEMPORAL")}
+
+
+@pytest.mark.parametrize(
+    "word", ["very", "really", "especially", "above", "top", "up", "following", "else", "other", "as"]
+)
+def test_degree_spatial_and_discourse_words_are_no_comparative_or_causal_class(word):
+    classes = linguistics(default_lexicon()).word_classes.get(word, ())
+    assert not {"COMPARE", "NORM", "CAUSE_CONNECTIVE", "CHANGE"} & set(classes), (word, classes)
+
+
+def test_number_features_never_weigh_against_comparative_or_causal(shipped):
+    from guard.freetext.estimators import number_columns
+    from guard.freetext.training import NEUTRAL_NUMBERS
+
+    names = sorted(shipped.vocabulary, key=shipped.vocabulary.get)
+    cols = number_columns(names)
+    assert len(cols) > 50
+    for lab in NEUTRAL_NUMBERS:
+        assert (shipped.weights[cols, shipped.labels.index(lab)] >= 0).all(), lab
+    plain = shipped.decision_function(["The new screen is noticeably bigger than the old one."])[0]
+    numbered = shipped.decision_function(["The new 2.5-inch screen is noticeably bigger than the old 2-inch one."])[0]
+    j = shipped.labels.index("comparative")
+    assert numbered[j] >= plain[j] - 1.0  # numbers add no negative evidence (only their bigrams' context differs)

@@ -35,13 +35,21 @@ def test_shipped_model_and_card_exist_and_are_small():
 
 
 def test_shipped_model_meets_f1_on_test_split_and_beats_baselines(shipped, corpus_examples):
+    """At least 0.92 per label in guard's own domains (issue 16's in-domain target); on the whole test
+    split, which since issue 16 also holds reviews, findings, debates and support chat, it beats both
+    baselines and stays above 0.88."""
+    from guard.freetext.corpus import GUARD_DOMAINS
+
     test = [e for e in corpus_examples if e.split == "test"]
     probs = shipped.predict_proba([e.text for e in test])
     pred = (probs >= shipped.thresholds).astype(int)
     m = label_metrics(label_matrix(test), pred)
+    inside = np.array([e.domain in GUARD_DOMAINS for e in test])
+    m_in = label_metrics(label_matrix(test)[inside], pred[inside])
     card = shipped.card
     for lab in LABELS:
-        assert m[lab]["f1"] >= 0.92, (lab, m[lab])
+        assert m_in[lab]["f1"] >= 0.92, (lab, m_in[lab])
+        assert m[lab]["f1"] >= 0.88, (lab, m[lab])
         for base in ("keyword", "bag_of_words"):
             assert m[lab]["f1"] > card["baselines"][base]["test"][lab]["f1"], (lab, base)
 
@@ -322,15 +330,17 @@ _PIECES = [
 @given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join), min_size=1, max_size=4))
 def test_offsets_from_the_chunk_layout_equal_spacy_offsets_and_spans_equal_the_reference(shipped, texts):
     from guard.freetext._fast import _NonSpace
+    from guard.freetext.featurize import prepare
 
     ling = shipped.prepare()
-    chars = _NonSpace(texts)
+    norms = [prepare(t) for t in texts]
+    chars = _NonSpace([n.text for n in norms])  # offsets in the prepared text, mapped back below
     for k, (text, lexes) in enumerate(zip(texts, ling.fast_lexes(texts))):
         lens = [len(x.text) for x in lexes]
         assert chars.count[k] == sum(lens), text
         before = np.cumsum([0] + lens[:-1]) if lens else np.zeros(0, dtype=np.intp)
         found = chars.offsets(np.full(len(lens), k), before, np.ones(len(lens), dtype=bool)).tolist()
-        assert found == [s for _, s, _ in ling.tokens(text)], text
+        assert [norms[k].original(s, s + 1)[0] for s in found] == [s for _, s, _ in ling.tokens(text)], text
     for p in shipped.predict(texts):
         assert p.spans == (_reference_spans(shipped, p.text, p.labels) if p.labels else {}), p.text
     _assert_both_paths_agree(shipped, texts)
