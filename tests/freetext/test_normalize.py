@@ -95,7 +95,8 @@ def test_work_is_linear_in_input_length(chunk, times):
     tokens = next(iter(ling.lexes([text])))
     assert len(tokens) <= len(text)
     twice = next(iter(ling.lexes([text + " " + text])))
-    assert len(twice) == 2 * len(tokens)
+    # the join may merge or split one token at the seam; the count stays linear
+    assert 2 * len(tokens) - 2 <= len(twice) <= 2 * len(tokens) + 2
 
 
 def test_long_punctuation_runs_classify_with_valid_spans(shipped):
