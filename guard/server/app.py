@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,6 +40,7 @@ from guard.server.models import (
     HealthOut,
     LintOut,
     LintRequest,
+    MonitorOut,
     ProblemDetails,
 )
 from guard.server.ratelimit import RateLimiter
@@ -51,6 +52,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 access_log = logging.getLogger("guard.server.access")
+MIN_MONITOR_WINDOW = timedelta(minutes=1)
 
 
 @dataclass
@@ -444,6 +446,55 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
                 out.append({"domain": d, "entities": st.entities[d], "policies": pols})
         return JSONResponse({"domains": out})
 
+    @app.get(
+        "/v1/monitor",
+        response_model=None,
+        responses={200: {"model": MonitorOut}, **_errors(400, 401, 403, 404, 429, 503)},
+        summary="The monitor's report (status rates per field, alerts) over this server's own log, for a domain.",
+    )
+    async def monitor(
+        who: Who,
+        domain: str | None = Query(None, max_length=128, description="Default: the key's first domain."),
+        window: str = Query("1h", max_length=32, description="Window length (15m, 1h, 1d)."),
+        baseline: int = Query(24, ge=1, le=10_000, description="Windows in the rolling baseline."),
+        min_count: int = Query(30, ge=1, le=1_000_000, description="Resolved claims a window needs to be tested."),
+    ) -> Response:
+        from guard.observe.monitor import MonitorConfig, monitor_logs, parse_window
+
+        chosen = domain if domain is not None else who.key.domains[0]
+        if chosen not in who.key.domains:
+            raise P.ServerProblem(
+                403, "forbidden", "this key may not use the requested domain", problems=[_loc("query.domain")]
+            )
+        if cfg.log is None:
+            raise P.ServerProblem(404, "not_found", "this server keeps no log (log: in serve.yaml)")
+        listed = frozenset(
+            (name, f)
+            for (p, d), g in st.gates.items()
+            if d == chosen
+            for name, entity in g.policy.entities.items()
+            for f in entity.fields
+        )
+        try:
+            length = parse_window(window)
+        except GuardError as exc:
+            exc.location = "query.window"
+            raise
+        if length < MIN_MONITOR_WINDOW:  # windows are kept in memory: a second's window over a month is millions
+            raise P.ServerProblem(
+                400,
+                "request",
+                "the window must be at least a minute",
+                problems=[Problem("request", "shorter than a minute", "query.window")],
+            )
+        config = MonitorConfig(
+            window=length, baseline_windows=baseline, min_count=min_count, domain=chosen, listed=listed
+        )
+        out = (await timed(asyncio.to_thread(monitor_logs, [str(cfg.log)], config))).to_dict()
+        # the server's paths and raw lines of other domains' events are not the caller's to see
+        out["read"] = {k: v for k, v in out["read"].items() if k not in ("files", "malformed_examples")}
+        return JSONResponse(out)
+
     @app.get("/healthz", response_model=None, responses={200: {"model": HealthOut}}, summary="The process is up.")
     async def healthz() -> Response:
         return JSONResponse({"status": "ok", "checks": {}})
@@ -470,6 +521,11 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
     )
     async def metrics() -> Response:
         return Response(st.metrics.expose(), media_type=st.metrics.content_type)
+
+    if cfg.ui:
+        from guard.server.playground import add_playground
+
+        add_playground(app)
 
     if cfg.proxy is not None:
         from guard.server.proxy import add_proxy

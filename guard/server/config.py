@@ -124,6 +124,8 @@ class ServeConfig(BaseModel):
     """Append the gate's events (JSON Lines) here."""
     limits: LimitsConfig = LimitsConfig()
     proxy: ProxyConfig | None = None
+    ui: bool = True
+    """Serve the playground at ``/ui`` (static pages; every call they make needs an API key)."""
 
     @field_validator("principal_header")
     @classmethod
