@@ -11,6 +11,7 @@ payload or query can set it.
 import asyncio
 import json
 import logging
+import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -30,6 +31,7 @@ from starlette.responses import JSONResponse, Response
 from guard._version import __version__
 from guard.errors import GuardError, Problem
 from guard.pipeline import AsyncGuard
+from guard.server import STATE_ENV
 from guard.server import problems as P
 from guard.server.config import KeyConfig, ServeConfig, hash_key
 from guard.server.models import (
@@ -132,7 +134,9 @@ def build_state(cfg: ServeConfig) -> State:
         log,
         {d: list(load_domain(d, cfg.grammar_dir).compiled.entities) for d in domains},
         keys={k.hash: name for name, k in cfg.keys.items()},
-        limiter=RateLimiter({name: k.rate or cfg.limits.rate for name, k in cfg.keys.items()}),
+        limiter=RateLimiter(
+            {name: k.rate or cfg.limits.rate for name, k in cfg.keys.items()}, os.environ.get(STATE_ENV) or None
+        ),
     )
     return state
 
@@ -241,6 +245,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
             yield
         finally:
             st.started = False
+            st.limiter.close()
             for store in {id(s): s for s in st.stores().values()}.values():
                 await store.aclose()
             if st.log is not None:
