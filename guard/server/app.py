@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,10 +30,10 @@ from starlette.responses import JSONResponse, Response
 
 from guard._version import __version__
 from guard.errors import GuardError, Problem
-from guard.pipeline import AsyncGuard
+from guard.pipeline import AsyncGuard, StageBound
 from guard.server import STATE_ENV
 from guard.server import problems as P
-from guard.server.config import KeyConfig, ServeConfig, hash_key
+from guard.server.config import KeyConfig, LimitsConfig, ServeConfig, hash_key
 from guard.server.models import (
     ClassifyOut,
     ClassifyRequest,
@@ -54,6 +54,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 access_log = logging.getLogger("guard.server.access")
+T = TypeVar("T")
 MIN_MONITOR_WINDOW = timedelta(minutes=1)
 
 
@@ -331,13 +332,22 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
 
         return parse_time(now, location="query.now")
 
-    async def timed(work: Awaitable[Any]) -> Any:
-        try:
-            return await asyncio.wait_for(work, cfg.limits.request_timeout)
-        except TimeoutError:
-            raise P.ServerProblem(
-                503, "timeout", f"the request took longer than {cfg.limits.request_timeout:g} s"
-            ) from None
+    bound = stage_bound(cfg.limits)
+
+    def timed(work: Awaitable[T]) -> Awaitable[T]:
+        return within("request", cfg.limits.request_timeout, work)
+
+    async def decide(
+        request: Request, who: Caller, policy: str, domain: str | None, now: str | None, principal: str | None
+    ) -> Response:
+        """``/v1/run`` (a domain, or None for ``/v1/check``: claims only), each stage and the whole bounded."""
+        gate = gate_for(who, policy, domain)
+        moment = when(who, now)
+        body = await request.body()
+        step = gate.verify if request.url.path == "/v1/check" else gate.run
+        rid = request.state.request_id
+        decision = await timed(step(body, principal, now=moment, request_id=rid, bound=bound))
+        return JSONResponse(decision.to_dict())
 
     now_doc = "Judge freshness at this ISO time (only keys with allow_now)."
     principal_doc = (
@@ -359,11 +369,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         now: str | None = Query(None, max_length=64, description=now_doc),
         principal: str | None = Header(None, alias=header, description=principal_doc),
     ) -> Response:
-        gate = gate_for(who, policy, domain)
-        moment = when(who, now)
-        body = await request.body()
-        decision = await timed(gate.run(body, principal, now=moment, request_id=request.state.request_id))
-        return JSONResponse(decision.to_dict())
+        return await decide(request, who, policy, domain, now, principal)
 
     @app.post(
         "/v1/check",
@@ -379,11 +385,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         now: str | None = Query(None, max_length=64, description=now_doc),
         principal: str | None = Header(None, alias=header, description=principal_doc),
     ) -> Response:
-        gate = gate_for(who, policy, None)
-        moment = when(who, now)
-        body = await request.body()
-        decision = await timed(gate.verify(body, principal, now=moment, request_id=request.state.request_id))
-        return JSONResponse(decision.to_dict())
+        return await decide(request, who, policy, None, now, principal)
 
     @app.post(
         "/v1/lint",
@@ -397,7 +399,8 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
                 403, "forbidden", "this key may not use the requested domain", problems=[_loc("body.domain")]
             )
         gate = next(g for (p, d), g in st.gates.items() if d == body.domain)
-        result = await timed(gate.lint_template(body.template, {k: v.value for k, v in body.slot_types.items()}))
+        slot_types = {k: v.value for k, v in body.slot_types.items()}
+        result = await timed(bound("lint", gate.lint_template(body.template, slot_types)))
         return JSONResponse(result.to_dict())
 
     @app.post(
@@ -416,7 +419,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
                 f"at most {cfg.limits.max_sentences} sentences per request",
                 problems=[_loc("body.sentences")],
             )
-        predictions = await timed(asyncio.to_thread(st.classifier.predict, body.sentences))
+        predictions = await timed(bound("lint", asyncio.to_thread(st.classifier.predict, body.sentences)))
         return JSONResponse({"predictions": [p.to_dict() for p in predictions]})
 
     @app.get(
@@ -540,6 +543,29 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     app.state.guard = st
     return app
+
+
+async def within(what: str, seconds: float, work: Awaitable[T]) -> T:
+    """``work``, or a 503 ``timeout`` naming ``what`` once it has taken ``seconds``.
+
+    Work in a thread (the grammar, the classifier) is not stopped, only no longer waited for; it is linear in
+    the request's size, which the body limit bounds.
+    """
+    try:
+        return await asyncio.wait_for(work, seconds)
+    except TimeoutError:
+        name = "the request" if what == "request" else f"the {what} stage"
+        raise P.ServerProblem(503, "timeout", f"{name} took longer than {seconds:g} s") from None
+
+
+def stage_bound(limits: LimitsConfig) -> StageBound:
+    """The per-stage time limits of ``limits`` as :class:`~guard.pipeline.StageBound` for :class:`AsyncGuard`."""
+    seconds = {"lint": limits.lint_timeout, "check": limits.check_timeout}
+
+    def bound(stage: str, work: Awaitable[T], /) -> Awaitable[T]:
+        return within(stage, seconds[stage], work)
+
+    return bound
 
 
 def _loc(where: str) -> Problem:

@@ -21,8 +21,8 @@ from starlette.responses import Response
 
 from guard.server import problems as P
 
-PAGES = {"/ui": "playground.html", "/ui/monitor": "monitor.html"}
-"""Route -> HTML file in ``guard/server/static``."""
+PAGES = {"/ui": ("playground", "guard playground"), "/ui/monitor": ("monitor", "guard monitor")}
+"""Route -> (page name, title): ``static/page.html`` around ``static/<name>.main.html``, with ``<name>.js``."""
 ASSETS = {
     "guard.css": "text/css; charset=utf-8",
     "common.js": "text/javascript; charset=utf-8",
@@ -47,7 +47,8 @@ def _read(name: str) -> bytes:
 
 def add_playground(app: FastAPI) -> None:
     """Add ``/ui``, ``/ui/monitor`` and their assets to ``app`` (outside the OpenAPI document: they are pages)."""
-    files = {name: _read(name) for name in (*PAGES.values(), *ASSETS)}  # read once, at start
+    files = {name: _read(name) for name in ASSETS}  # read once, at start
+    shell = _read("page.html").decode("utf-8")
 
     def page(body: bytes) -> Callable[[], Awaitable[Response]]:
         async def serve() -> Response:
@@ -55,8 +56,10 @@ def add_playground(app: FastAPI) -> None:
 
         return serve
 
-    for route, name in PAGES.items():
-        app.add_api_route(route, page(files[name]), methods=["GET"], include_in_schema=False)
+    for route, (name, title) in PAGES.items():
+        main = _read(f"{name}.main.html").decode("utf-8")
+        body = shell.replace("{{title}}", title).replace("{{script}}", f"{name}.js").replace("{{main}}", main)
+        app.add_api_route(route, page(body.encode("utf-8")), methods=["GET"], include_in_schema=False)
 
     async def asset(name: str) -> Response:
         if name not in ASSETS:

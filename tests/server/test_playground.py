@@ -127,6 +127,8 @@ def test_the_monitor_page_reports_the_servers_own_log(ui_server, page):
     open_playground(page, ui_server.url)  # the key is kept for the tab
     page.click("nav >> text=Monitor")
     expect(page.locator("#key")).to_have_value(KEYS["shop"])
+    expect(page).to_have_title("guard monitor")
+    expect(page.locator('nav a[aria-current="page"]')).to_have_text("Monitor")
     expect(page.locator("#status")).to_contain_text("events read")
     rows = page.locator("#fields tbody tr")
     expect(rows.first).to_be_visible()

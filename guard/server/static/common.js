@@ -89,5 +89,10 @@ const guardUI = (() => {
     node.dataset.kind = kind || "";
   }
 
+  // the page's own link in the navigation (both pages share one header)
+  for (const a of document.querySelectorAll("nav a")) {
+    if (a.pathname === location.pathname) a.setAttribute("aria-current", "page");
+  }
+
   return { el, table, keyField, api, ApiError, loadDomains, status };
 })();
