@@ -338,13 +338,20 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         return within("request", cfg.limits.request_timeout, work)
 
     async def decide(
-        request: Request, who: Caller, policy: str, domain: str | None, now: str | None, principal: str | None
+        request: Request,
+        who: Caller,
+        policy: str,
+        domain: str | None,
+        now: str | None,
+        principal: str | None,
+        *,
+        claims_only: bool,
     ) -> Response:
-        """``/v1/run`` (a domain, or None for ``/v1/check``: claims only), each stage and the whole bounded."""
+        """``/v1/run`` (the whole gate) or ``/v1/check`` (``claims_only``), each stage and the whole bounded."""
         gate = gate_for(who, policy, domain)
         moment = when(who, now)
         body = await request.body()
-        step = gate.verify if request.url.path == "/v1/check" else gate.run
+        step = gate.verify if claims_only else gate.run
         rid = request.state.request_id
         decision = await timed(step(body, principal, now=moment, request_id=rid, bound=bound))
         return JSONResponse(decision.to_dict())
@@ -369,7 +376,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         now: str | None = Query(None, max_length=64, description=now_doc),
         principal: str | None = Header(None, alias=header, description=principal_doc),
     ) -> Response:
-        return await decide(request, who, policy, domain, now, principal)
+        return await decide(request, who, policy, domain, now, principal, claims_only=False)
 
     @app.post(
         "/v1/check",
@@ -385,7 +392,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         now: str | None = Query(None, max_length=64, description=now_doc),
         principal: str | None = Header(None, alias=header, description=principal_doc),
     ) -> Response:
-        return await decide(request, who, policy, None, now, principal)
+        return await decide(request, who, policy, None, now, principal, claims_only=True)
 
     @app.post(
         "/v1/lint",
