@@ -166,3 +166,16 @@ def test_the_monitor_api_keeps_to_the_keys_domains_and_hides_the_servers_paths(u
     assert set(r.json()["read"]) == {"lines", "events", "malformed"}
     r = get(served_sqlite.url, "shop")  # a server with no log
     assert r.status_code == 404 and r.json()["code"] == "not_found"
+
+
+def test_carets_count_characters_as_the_server_does_past_astral_characters(ui_server, page):
+    """The server's offsets count code points; an emoji is two UTF-16 units, so indexing the JS string would
+    put every later caret one column off."""
+    open_playground(page, ui_server.url)
+    page.fill("#slots", "order_id: identifier, ship_date: date")
+    text = "Thanks 😀 again.\nYour order {order_id} shiped on {ship_date}."
+    page.fill("#input", text)
+    finding = page.locator('.finding[data-code="S201"]', has=page.locator(".where", has_text="line 2,"))
+    expect(finding).to_have_count(1)
+    line = text.split("\n")[1]
+    assert finding.locator("pre.context").inner_text() == line + "\n" + " " * line.index("shiped") + "^" * 6
