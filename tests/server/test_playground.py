@@ -179,3 +179,10 @@ def test_carets_count_characters_as_the_server_does_past_astral_characters(ui_se
     expect(finding).to_have_count(1)
     line = text.split("\n")[1]
     assert finding.locator("pre.context").inner_text() == line + "\n" + " " * line.index("shiped") + "^" * 6
+
+
+def test_ui_false_serves_no_pages(ui_server):
+    cfg = ui_server.app.state.guard.cfg.model_copy(update={"ui": False, "classifier": "none", "log": None})
+    app = create_app(cfg)  # its routes only: no lifespan runs
+    paths = {getattr(r, "path", "") for r in app.routes}
+    assert "/v1/monitor" in paths and not any(p.startswith("/ui") for p in paths)
