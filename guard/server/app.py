@@ -466,6 +466,8 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         response_model=None,
         responses={200: {"model": MonitorOut}, **_errors(400, 401, 403, 404, 429, 503)},
         summary="The monitor's report (status rates per field, alerts) over this server's own log, for a domain.",
+        description="Reads the whole log (with its rotated files) on each call, in time linear in its size and "
+        "memory that grows with windows times fields; the window is at least a minute.",
     )
     async def monitor(
         who: Who,
