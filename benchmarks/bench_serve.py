@@ -187,14 +187,18 @@ def main() -> None:
 
 
 async def over_http(base: str, payload: dict, sync_rate: float, args: argparse.Namespace, supervisor: int) -> None:
-    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    # drop an idle connection before uvicorn does (5 s), or a request sent on it as it closes is lost
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64, keepalive_expiry=4)
     headers = {"Authorization": f"Bearer {KEY}", "X-Guard-Principal": demo.PRINCIPAL}
     params = {"policy": "orders", "now": demo.NOW.isoformat()}
     w = args.workers
     async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=30) as client:
 
         async def call() -> bool:
-            r = await client.post("/v1/run", params=params, json=payload)
+            try:
+                r = await client.post("/v1/run", params=params, json=payload)
+            except httpx.TransportError:
+                return False  # counted as an error, not a crash
             return r.status_code == 200
 
         await closed(call, 4, 1.0)  # connections open, every worker warm
@@ -216,6 +220,10 @@ async def over_http(base: str, payload: dict, sync_rate: float, args: argparse.N
             batch = min(64, args.requests - sent)
             errors += sum(not ok for ok in await asyncio.gather(*(call() for _ in range(batch))))
             sent += batch
+        now = workers_of(supervisor)
+        if now != pids:
+            print(f"the workers changed during the run ({pids} -> {now}): no memory comparison")
+            return
         after = rss_mib(pids)
         print(
             f"memory of {len(pids)} workers: {before:.1f} MiB, {after:.1f} MiB after {sent} more requests "
