@@ -1,12 +1,20 @@
-"""``guard serve`` against the library in the same run: throughput and latency of ``POST /v1/run`` next to
-``Guard.run`` and ``AsyncGuard.run`` in process.
+"""``guard serve`` against the library in the same run: ``POST /v1/run`` next to ``Guard.run`` in process.
 
-The server runs as its own process (``guard serve``, one worker unless ``--workers``) on 127.0.0.1; an asyncio
-client (httpx) keeps 1, 16 and 64 requests in flight for a bounded time and reports requests per second and
-p50/p99 latency. The ratio HTTP / in-process ``Guard.run`` is the server's cost. Loopback only; every loop is
-bounded in time.
+The server runs as its own process (``guard serve``, two workers by default) on 127.0.0.1 over the demo records
+(a temporary SQLite file, or ``--db``, e.g. a PostgreSQL URL). An asyncio client (httpx, one process) reports:
 
-    .venv/bin/python benchmarks/bench_serve.py [--rows 20000] [--seconds 2] [--db URL] [--workers 1]
+- in process: ``AsyncGuard.run`` with 1 and 16 runs in flight;
+- closed loop: 1, 16 and 64 requests kept in flight for ``--seconds`` each: requests per second, p50/p99;
+- per core: the saturated rate divided by the workers, as a share of serial in-process ``Guard.run`` (one core);
+- open loop at half the saturated rate: requests sent on a fixed schedule, latency counted from the time each
+  was due (so a stalled server cannot hide its queue), p50/p99;
+- memory: the workers' resident set before and after ``--requests`` more requests;
+- the machine's load average at the start and the end, since the client, the server and anything else running
+  share the same cores: read the figures with it.
+
+Loopback only; every loop is bounded in time or count.
+
+    .venv/bin/python benchmarks/bench_serve.py [--rows 20000] [--seconds 5] [--db URL] [--workers 2] [--requests 20000]
 """
 
 from __future__ import annotations
@@ -14,12 +22,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -33,6 +43,7 @@ from guard.server.config import hash_key
 KEY = "gk_bench_key"
 CONFIG = {"domains": {"orders": {"stages": {"freetext": "off"}}}}
 ROOT = Path(__file__).resolve().parents[1]
+Call = Callable[[], Awaitable[bool]]
 
 
 def free_port() -> int:
@@ -41,7 +52,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-async def load(call, concurrency: int, seconds: float) -> tuple[float, float, float, int]:
+def quantiles(latencies: list[float]) -> tuple[float, float]:
+    q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [latencies[0]] * 99
+    return q[49], q[98]
+
+
+async def closed(call: Call, concurrency: int, seconds: float) -> tuple[float, float, float, int]:
     """Requests per second, p50 and p99 latency (ms) and errors with ``concurrency`` callers for ``seconds``."""
     latencies: list[float] = []
     errors = 0
@@ -58,17 +74,55 @@ async def load(call, concurrency: int, seconds: float) -> tuple[float, float, fl
     t0 = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - t0
-    q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [latencies[0]] * 99
-    return len(latencies) / elapsed, q[49], q[98], errors
+    return len(latencies) / elapsed, *quantiles(latencies), errors
+
+
+async def opened(call: Call, per_second: float, seconds: float) -> tuple[float, float, float, int]:
+    """Requests sent at ``per_second`` on a fixed schedule; latency from each one's due time (ms)."""
+    latencies: list[float] = []
+    errors = 0
+    n = max(1, int(per_second * seconds))
+    start = time.perf_counter() + 0.05
+
+    async def one(due: float) -> None:
+        nonlocal errors
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        ok = await call()
+        latencies.append((time.perf_counter() - due) * 1000)
+        errors += not ok
+
+    await asyncio.gather(*(one(start + i / per_second) for i in range(n)))
+    return n / (time.perf_counter() - start), *quantiles(latencies), errors
+
+
+def workers_of(pid: int) -> list[int]:
+    """uvicorn's workers: the supervisor's children started by multiprocessing (not its resource tracker)."""
+    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in out.splitlines() if "spawn_main" in line]
+
+
+def rss_mib(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total / 1024
+
+
+def load_avg() -> str:
+    return "load average {:.2f} {:.2f} {:.2f} on {} CPUs".format(*os.getloadavg(), os.cpu_count())
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=20_000)
-    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--db", default=None, help="database URL (default: a temporary SQLite file)")
-    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--requests", type=int, default=20_000, help="requests between the two memory readings")
     args = ap.parse_args()
+    print(f"start: {load_avg()}")
     tmp = Path(tempfile.mkdtemp())
     url = args.db or f"sqlite:///{tmp / 'records.db'}"
     demo.build(url, n_orders=args.rows, n_customers=max(1000, args.rows // 10))
@@ -77,7 +131,7 @@ def main() -> None:
     gate = Guard(demo.policy(), url, domain="orders", config=CONFIG)
     sync_rate = rate(lambda: gate.run(payload, demo.PRINCIPAL, now=demo.NOW), args.seconds)
     gate.close()
-    print(f"Guard.run in process (serial)          {sync_rate:8.0f} /s")
+    print(f"Guard.run in process (serial, one core)   {sync_rate:8.0f} /s")
 
     async def in_process() -> None:
         async with AsyncGuard(demo.policy(), url, domain="orders", config=CONFIG) as agate:
@@ -87,8 +141,8 @@ def main() -> None:
                 return True
 
             for c in (1, 16):
-                rps, p50, p99, _ = await load(call, c, args.seconds)
-                print(f"AsyncGuard.run, {c:2d} in flight          {rps:8.0f} /s  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms")
+                rps, p50, p99, _ = await closed(call, c, args.seconds)
+                print(f"AsyncGuard.run, {c:2d} in flight           {rps:8.0f} /s  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms")
 
     asyncio.run(in_process())
 
@@ -112,10 +166,10 @@ def main() -> None:
     (tmp / "serve.yaml").write_text(yaml.safe_dump(serve))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "guard", "serve", "--config", str(tmp / "serve.yaml"), "--workers", str(args.workers)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600
         while True:
             try:
                 if httpx.get(base + "/readyz").status_code == 200:
@@ -125,29 +179,56 @@ def main() -> None:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit("the server did not start")
             time.sleep(0.2)
-
-        async def over_http() -> None:
-            limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-            headers = {"Authorization": f"Bearer {KEY}", "X-Guard-Principal": demo.PRINCIPAL}
-            params = {"policy": "orders", "now": demo.NOW.isoformat()}
-            async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=30) as client:
-
-                async def call() -> bool:
-                    r = await client.post("/v1/run", params=params, json=payload)
-                    return r.status_code == 200
-
-                await load(call, 4, 0.5)
-                for c in (1, 16, 64):
-                    rps, p50, p99, errors = await load(call, c, args.seconds)
-                    print(
-                        f"POST /v1/run, {c:2d} in flight ({args.workers} worker) {rps:8.0f} /s  p50 {p50:6.2f} ms  "
-                        f"p99 {p99:6.2f} ms  errors {errors}  ({rps / sync_rate:.2f} x in-process Guard.run)"
-                    )
-
-        asyncio.run(over_http())
+        asyncio.run(over_http(base, payload, sync_rate, args, proc.pid))
     finally:
-        proc.terminate()
+        os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
+    print(f"end: {load_avg()}")
+
+
+async def over_http(base: str, payload: dict, sync_rate: float, args: argparse.Namespace, supervisor: int) -> None:
+    # drop an idle connection before uvicorn does (5 s), or a request sent on it as it closes is lost
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64, keepalive_expiry=4)
+    headers = {"Authorization": f"Bearer {KEY}", "X-Guard-Principal": demo.PRINCIPAL}
+    params = {"policy": "orders", "now": demo.NOW.isoformat()}
+    w = args.workers
+    async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=30) as client:
+
+        async def call() -> bool:
+            try:
+                r = await client.post("/v1/run", params=params, json=payload)
+            except httpx.TransportError:
+                return False  # counted as an error, not a crash
+            return r.status_code == 200
+
+        await closed(call, 4, 1.0)  # connections open, every worker warm
+        peak = 0.0
+        for c in (1, 16, 64):
+            rps, p50, p99, errors = await closed(call, c, args.seconds)
+            peak = max(peak, rps)
+            print(
+                f"POST /v1/run, {c:2d} in flight ({w} workers) {rps:8.0f} /s  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  "
+                f"errors {errors}"
+            )
+        print(f"per core at saturation: {peak / w:.0f} /s = {peak / w / sync_rate:.2f} x in-process Guard.run")
+        rps, p50, p99, errors = await opened(call, peak / 2, args.seconds)
+        print(f"open loop at half saturation ({peak / 2:.0f} /s): p50 {p50:.2f} ms  p99 {p99:.2f} ms  errors {errors}")
+        pids = workers_of(supervisor)
+        before = rss_mib(pids)
+        sent, errors, t0 = 0, 0, time.perf_counter()
+        while sent < args.requests:
+            batch = min(64, args.requests - sent)
+            errors += sum(not ok for ok in await asyncio.gather(*(call() for _ in range(batch))))
+            sent += batch
+        now = workers_of(supervisor)
+        if now != pids:
+            print(f"the workers changed during the run ({pids} -> {now}): no memory comparison")
+            return
+        after = rss_mib(pids)
+        print(
+            f"memory of {len(pids)} workers: {before:.1f} MiB, {after:.1f} MiB after {sent} more requests "
+            f"({(after / before - 1) * 100:+.1f}%; {sent / (time.perf_counter() - t0):.0f} /s, errors {errors})"
+        )
 
 
 if __name__ == "__main__":

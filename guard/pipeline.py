@@ -16,11 +16,11 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -42,6 +42,25 @@ from guard.records.types import to_json
 
 UNLISTED = "_unlisted"
 """The metric label for an entity or field a claim named that is not in the policy."""
+
+
+_T = TypeVar("_T")
+
+
+class StageBound(Protocol):
+    """Wraps each stage of :meth:`AsyncGuard.run` (``"lint"``, then ``"check"``) as it is awaited.
+
+    The server passes one that gives each stage its own time limit (``asyncio.wait_for``) and answers 503 when
+    one runs over; by default a stage is awaited as it is.
+    """
+
+    def __call__(self, stage: str, work: Awaitable[_T], /) -> Awaitable[_T]:
+        """``work``, awaited as the caller chooses (raising, for instance, on a time limit)."""
+        ...
+
+
+def _as_is(stage: str, work: Awaitable[_T], /) -> Awaitable[_T]:
+    return work
 
 
 class EventSink(Protocol):
@@ -539,23 +558,34 @@ class Guard:
             now=now,
             request_id=request_id or secrets.token_hex(16),
         )
-        if self.log is not None or self.metrics is not None:
-            events = _events(
-                decision,
-                p,
-                lint,
-                domain=self.domain,
-                principal=principal,
-                latency_ms=(time.perf_counter() - t0) * 1000,
-                log_payload=self.log_payloads and self.log is not None,
-                include_values=bool(getattr(self.log, "include_values", False)),
-            )
-            if self.log is not None:
-                _emit(self.log, events)
-            if self.metrics is not None:
-                for e in events:
-                    self.metrics.observe(self._metric_labels(e))
+        events = self._account(decision, p, lint, principal, t0)
+        if events:
+            _emit(self.log, events)
         return decision
+
+    def _account(
+        self, decision: Decision, p: Payload, lint: LintResult, principal: Any, t0: float
+    ) -> list[dict[str, Any]]:
+        """Count the decision in the metrics; the events the log should get (none without a log).
+
+        Writing them is the caller's: :class:`AsyncGuard` does it in a worker thread.
+        """
+        if self.log is None and self.metrics is None:
+            return []
+        events = _events(
+            decision,
+            p,
+            lint,
+            domain=self.domain,
+            principal=principal,
+            latency_ms=(time.perf_counter() - t0) * 1000,
+            log_payload=self.log_payloads and self.log is not None,
+            include_values=bool(getattr(self.log, "include_values", False)),
+        )
+        if self.metrics is not None:
+            for e in events:
+                self.metrics.observe(self._metric_labels(e))
+        return events if self.log is not None else []
 
     def _metric_labels(self, e: Mapping[str, Any]) -> Mapping[str, Any]:
         """Metric labels come from the policy only: a model naming a new entity or field per request would
@@ -695,39 +725,30 @@ class AsyncGuard:
         *,
         now: datetime | None = None,
         request_id: str | None = None,
+        bound: StageBound = _as_is,
     ) -> Decision:
-        """:meth:`Guard.run`, awaited. Raises only :class:`guard.errors.PayloadError` for a payload that cannot be
-        read."""
+        """:meth:`Guard.run`, awaited, each stage through ``bound`` (see :class:`StageBound`). Raises only
+        :class:`guard.errors.PayloadError` for a payload that cannot be read."""
         t0 = time.perf_counter()
         g = self.gate
-        p, lint = await self._lint(payload)
-        decision: Decision = await self.store.call(
-            _process,
-            p,
-            lint,
-            g.modes,
-            g.policy,
-            g.store,
-            principal=principal,
-            now=now,
-            request_id=request_id or secrets.token_hex(16),
-        )
-        if g.log is not None or g.metrics is not None:
-            events = _events(
-                decision,
+        p, lint = await bound("lint", self._lint(payload))
+        decision: Decision = await bound(
+            "check",
+            self.store.call(
+                _process,
                 p,
                 lint,
-                domain=g.domain,
+                g.modes,
+                g.policy,
+                g.store,
                 principal=principal,
-                latency_ms=(time.perf_counter() - t0) * 1000,
-                log_payload=g.log_payloads and g.log is not None,
-                include_values=bool(getattr(g.log, "include_values", False)),
-            )
-            if g.log is not None:
-                await asyncio.to_thread(_emit, g.log, events)
-            if g.metrics is not None:
-                for e in events:
-                    g.metrics.observe(g._metric_labels(e))
+                now=now,
+                request_id=request_id or secrets.token_hex(16),
+            ),
+        )
+        events = g._account(decision, p, lint, principal, t0)
+        if events:
+            await asyncio.to_thread(_emit, g.log, events)
         return decision
 
     async def verify(
@@ -737,12 +758,15 @@ class AsyncGuard:
         *,
         now: datetime | None = None,
         request_id: str | None = None,
+        bound: StageBound = _as_is,
     ) -> Decision:
-        """:func:`verify` (the pipeline without the prose stages) on this gate's policy and store, awaited."""
+        """:func:`verify` (the pipeline without the prose stages) on this gate's policy and store, awaited: one
+        ``"check"`` stage through ``bound``."""
         g = self.gate
-        decision: Decision = await self.store.call(
+        work = self.store.call(
             verify, payload, g.policy, g.store, principal=principal, now=now, request_id=request_id, limits=g.limits
         )
+        decision: Decision = await bound("check", work)
         return decision
 
     async def aclose(self) -> None:
@@ -769,4 +793,5 @@ __all__ = [
     "verify",
     "regenerate_loop",
     "EventSink",
+    "StageBound",
 ]

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 CONFIG_ENV = "GUARD_SERVE_CONFIG"
+STATE_ENV = "GUARD_SERVE_STATE_DIR"
+"""The folder where the workers of one server keep what they share (the per-key rate buckets)."""
 UVICORN_OPTIONS: dict[str, Any] = {
     "proxy_headers": False,
     "server_header": False,
@@ -107,23 +109,24 @@ def serve(config: str | Path, *, host: str | None = None, port: int | None = Non
         timeout_worker_healthcheck=120,
         **UVICORN_OPTIONS,
     )
-    with _multiprocess_metrics():
+    with _shared_folder("PROMETHEUS_MULTIPROC_DIR", "guard-metrics-"), _shared_folder(STATE_ENV, "guard-state-"):
         Multiprocess(server, sockets=[server.bind_socket()]).run()
 
 
 @contextmanager
-def _multiprocess_metrics() -> Iterator[None]:
-    """Workers count into files of one folder, summed by ``/metrics`` (prometheus_client's multiprocess mode):
-    the one named by ``PROMETHEUS_MULTIPROC_DIR``, or a fresh one removed at exit."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+def _shared_folder(env: str, prefix: str) -> Iterator[None]:
+    """A folder the workers share, named to them by ``env``: the one it already names, or a fresh one removed at
+    exit. Metrics (prometheus_client's multiprocess mode, summed by ``/metrics``) and the per-key rates
+    (:mod:`guard.server.ratelimit`) live in such folders."""
+    if os.environ.get(env):
         yield
         return
-    with tempfile.TemporaryDirectory(prefix="guard-metrics-") as folder:
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        os.environ[env] = folder
         try:
             yield
         finally:
-            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+            os.environ.pop(env, None)
 
 
-__all__ = ["serve", "app_from_env", "CONFIG_ENV", "UVICORN_OPTIONS"]
+__all__ = ["serve", "app_from_env", "CONFIG_ENV", "STATE_ENV", "UVICORN_OPTIONS"]

@@ -11,14 +11,15 @@ payload or query can set it.
 import asyncio
 import json
 import logging
+import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -29,9 +30,10 @@ from starlette.responses import JSONResponse, Response
 
 from guard._version import __version__
 from guard.errors import GuardError, Problem
-from guard.pipeline import AsyncGuard
+from guard.pipeline import AsyncGuard, StageBound
+from guard.server import STATE_ENV
 from guard.server import problems as P
-from guard.server.config import KeyConfig, ServeConfig, hash_key
+from guard.server.config import KeyConfig, LimitsConfig, ServeConfig, hash_key
 from guard.server.models import (
     ClassifyOut,
     ClassifyRequest,
@@ -40,6 +42,7 @@ from guard.server.models import (
     HealthOut,
     LintOut,
     LintRequest,
+    MonitorOut,
     ProblemDetails,
 )
 from guard.server.ratelimit import RateLimiter
@@ -51,6 +54,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 access_log = logging.getLogger("guard.server.access")
+T = TypeVar("T")
+MIN_MONITOR_WINDOW = timedelta(minutes=1)
 
 
 @dataclass
@@ -130,7 +135,9 @@ def build_state(cfg: ServeConfig) -> State:
         log,
         {d: list(load_domain(d, cfg.grammar_dir).compiled.entities) for d in domains},
         keys={k.hash: name for name, k in cfg.keys.items()},
-        limiter=RateLimiter({name: k.rate or cfg.limits.rate for name, k in cfg.keys.items()}),
+        limiter=RateLimiter(
+            {name: k.rate or cfg.limits.rate for name, k in cfg.keys.items()}, os.environ.get(STATE_ENV) or None
+        ),
     )
     return state
 
@@ -239,6 +246,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
             yield
         finally:
             st.started = False
+            st.limiter.close()
             for store in {id(s): s for s in st.stores().values()}.values():
                 await store.aclose()
             if st.log is not None:
@@ -324,13 +332,29 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
 
         return parse_time(now, location="query.now")
 
-    async def timed(work: Awaitable[Any]) -> Any:
-        try:
-            return await asyncio.wait_for(work, cfg.limits.request_timeout)
-        except TimeoutError:
-            raise P.ServerProblem(
-                503, "timeout", f"the request took longer than {cfg.limits.request_timeout:g} s"
-            ) from None
+    bound = stage_bound(cfg.limits)
+
+    def timed(work: Awaitable[T]) -> Awaitable[T]:
+        return within("request", cfg.limits.request_timeout, work)
+
+    async def decide(
+        request: Request,
+        who: Caller,
+        policy: str,
+        domain: str | None,
+        now: str | None,
+        principal: str | None,
+        *,
+        claims_only: bool,
+    ) -> Response:
+        """``/v1/run`` (the whole gate) or ``/v1/check`` (``claims_only``), each stage and the whole bounded."""
+        gate = gate_for(who, policy, domain)
+        moment = when(who, now)
+        body = await request.body()
+        step = gate.verify if claims_only else gate.run
+        rid = request.state.request_id
+        decision = await timed(step(body, principal, now=moment, request_id=rid, bound=bound))
+        return JSONResponse(decision.to_dict())
 
     now_doc = "Judge freshness at this ISO time (only keys with allow_now)."
     principal_doc = (
@@ -352,11 +376,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         now: str | None = Query(None, max_length=64, description=now_doc),
         principal: str | None = Header(None, alias=header, description=principal_doc),
     ) -> Response:
-        gate = gate_for(who, policy, domain)
-        moment = when(who, now)
-        body = await request.body()
-        decision = await timed(gate.run(body, principal, now=moment, request_id=request.state.request_id))
-        return JSONResponse(decision.to_dict())
+        return await decide(request, who, policy, domain, now, principal, claims_only=False)
 
     @app.post(
         "/v1/check",
@@ -372,11 +392,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         now: str | None = Query(None, max_length=64, description=now_doc),
         principal: str | None = Header(None, alias=header, description=principal_doc),
     ) -> Response:
-        gate = gate_for(who, policy, None)
-        moment = when(who, now)
-        body = await request.body()
-        decision = await timed(gate.verify(body, principal, now=moment, request_id=request.state.request_id))
-        return JSONResponse(decision.to_dict())
+        return await decide(request, who, policy, None, now, principal, claims_only=True)
 
     @app.post(
         "/v1/lint",
@@ -390,7 +406,8 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
                 403, "forbidden", "this key may not use the requested domain", problems=[_loc("body.domain")]
             )
         gate = next(g for (p, d), g in st.gates.items() if d == body.domain)
-        result = await timed(gate.lint_template(body.template, {k: v.value for k, v in body.slot_types.items()}))
+        slot_types = {k: v.value for k, v in body.slot_types.items()}
+        result = await timed(bound("lint", gate.lint_template(body.template, slot_types)))
         return JSONResponse(result.to_dict())
 
     @app.post(
@@ -409,7 +426,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
                 f"at most {cfg.limits.max_sentences} sentences per request",
                 problems=[_loc("body.sentences")],
             )
-        predictions = await timed(asyncio.to_thread(st.classifier.predict, body.sentences))
+        predictions = await timed(bound("lint", asyncio.to_thread(st.classifier.predict, body.sentences)))
         return JSONResponse({"predictions": [p.to_dict() for p in predictions]})
 
     @app.get(
@@ -444,6 +461,57 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
                 out.append({"domain": d, "entities": st.entities[d], "policies": pols})
         return JSONResponse({"domains": out})
 
+    @app.get(
+        "/v1/monitor",
+        response_model=None,
+        responses={200: {"model": MonitorOut}, **_errors(400, 401, 403, 404, 429, 503)},
+        summary="The monitor's report (status rates per field, alerts) over this server's own log, for a domain.",
+        description="Reads the whole log (with its rotated files) on each call, in time linear in its size and "
+        "memory that grows with windows times fields; the window is at least a minute.",
+    )
+    async def monitor(
+        who: Who,
+        domain: str | None = Query(None, max_length=128, description="Default: the key's first domain."),
+        window: str = Query("1h", max_length=32, description="Window length (15m, 1h, 1d)."),
+        baseline: int = Query(24, ge=1, le=10_000, description="Windows in the rolling baseline."),
+        min_count: int = Query(30, ge=1, le=1_000_000, description="Resolved claims a window needs to be tested."),
+    ) -> Response:
+        from guard.observe.monitor import MonitorConfig, monitor_logs, parse_window
+
+        chosen = domain if domain is not None else who.key.domains[0]
+        if chosen not in who.key.domains:
+            raise P.ServerProblem(
+                403, "forbidden", "this key may not use the requested domain", problems=[_loc("query.domain")]
+            )
+        if cfg.log is None:
+            raise P.ServerProblem(404, "not_found", "this server keeps no log (log: in serve.yaml)")
+        listed = frozenset(
+            (name, f)
+            for (p, d), g in st.gates.items()
+            if d == chosen
+            for name, entity in g.policy.entities.items()
+            for f in entity.fields
+        )
+        try:
+            length = parse_window(window)
+        except GuardError as exc:
+            exc.location = "query.window"
+            raise
+        if length < MIN_MONITOR_WINDOW:  # windows are kept in memory: a second's window over a month is millions
+            raise P.ServerProblem(
+                400,
+                "request",
+                "the window must be at least a minute",
+                problems=[Problem("request", "shorter than a minute", "query.window")],
+            )
+        config = MonitorConfig(
+            window=length, baseline_windows=baseline, min_count=min_count, domain=chosen, listed=listed
+        )
+        out = (await timed(asyncio.to_thread(monitor_logs, [str(cfg.log)], config))).to_dict()
+        # the server's paths and raw lines of other domains' events are not the caller's to see
+        out["read"] = {k: v for k, v in out["read"].items() if k not in ("files", "malformed_examples")}
+        return JSONResponse(out)
+
     @app.get("/healthz", response_model=None, responses={200: {"model": HealthOut}}, summary="The process is up.")
     async def healthz() -> Response:
         return JSONResponse({"status": "ok", "checks": {}})
@@ -471,6 +539,11 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
     async def metrics() -> Response:
         return Response(st.metrics.expose(), media_type=st.metrics.content_type)
 
+    if cfg.ui:
+        from guard.server.playground import add_playground
+
+        add_playground(app)
+
     if cfg.proxy is not None:
         from guard.server.proxy import add_proxy
 
@@ -479,6 +552,29 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     app.state.guard = st
     return app
+
+
+async def within(what: str, seconds: float, work: Awaitable[T]) -> T:
+    """``work``, or a 503 ``timeout`` naming ``what`` once it has taken ``seconds``.
+
+    Work in a thread (the grammar, the classifier) is not stopped, only no longer waited for; it is linear in
+    the request's size, which the body limit bounds.
+    """
+    try:
+        return await asyncio.wait_for(work, seconds)
+    except TimeoutError:
+        name = "the request" if what == "request" else f"the {what} stage"
+        raise P.ServerProblem(503, "timeout", f"{name} took longer than {seconds:g} s") from None
+
+
+def stage_bound(limits: LimitsConfig) -> StageBound:
+    """The per-stage time limits of ``limits`` as :class:`~guard.pipeline.StageBound` for :class:`AsyncGuard`."""
+    seconds = {"lint": limits.lint_timeout, "check": limits.check_timeout}
+
+    def bound(stage: str, work: Awaitable[T], /) -> Awaitable[T]:
+        return within(stage, seconds[stage], work)
+
+    return bound
 
 
 def _loc(where: str) -> Problem:

@@ -83,7 +83,13 @@ class LimitsConfig(BaseModel):
     rate: str = "50/second"
     """Requests per key per window unless the key says otherwise."""
     request_timeout: float = Field(default=10.0, gt=0, le=600)
-    """Seconds a request may take (lint in its thread, then the lookups) before a 503 ``timeout``."""
+    """Seconds a request may take in all before a 503 ``timeout``."""
+    lint_timeout: float = Field(default=5.0, gt=0, le=600)
+    """Seconds the lint stage of one request may take (parsing, the grammar, the classifier; ``/v1/lint`` and
+    ``/v1/classify`` too)."""
+    check_timeout: float = Field(default=5.0, gt=0, le=600)
+    """Seconds the check stage may take: the lookups in the system of record, the decision and the rendering
+    (each statement is also bounded by the policy's ``statement_timeout``)."""
     max_sentences: int = Field(default=1000, ge=1, le=100_000)
     """Sentences one ``/v1/classify`` request may carry."""
 
@@ -124,6 +130,8 @@ class ServeConfig(BaseModel):
     """Append the gate's events (JSON Lines) here."""
     limits: LimitsConfig = LimitsConfig()
     proxy: ProxyConfig | None = None
+    ui: bool = True
+    """Serve the playground at ``/ui`` (static pages; every call they make needs an API key)."""
 
     @field_validator("principal_header")
     @classmethod

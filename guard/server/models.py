@@ -203,6 +203,20 @@ class GrammarsOut(_Out):
     domains: list[DomainOut]
 
 
+class MonitorOut(_Out):
+    """The monitor's report over the server's own log (:meth:`guard.observe.monitor.Report.to_dict`)."""
+
+    config: dict[str, Any]
+    read: dict[str, Any]
+    counters: dict[str, int]
+    windows: list[str]
+    fields: list[dict[str, Any]]
+    prose_per_slot: list[dict[str, Any]]
+    decisions: list[dict[str, Any]]
+    findings: dict[str, int]
+    alerts: list[dict[str, Any]]
+
+
 class HealthOut(_Out):
     """Liveness or readiness, with each check."""
 
@@ -219,5 +233,6 @@ __all__ = [
     "ClassifyRequest",
     "ClassifyOut",
     "GrammarsOut",
+    "MonitorOut",
     "HealthOut",
 ]

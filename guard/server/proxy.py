@@ -77,8 +77,11 @@ def add_proxy(
     """Add ``/v1/chat/completions`` to ``app``."""
     import httpx
 
+    from guard.server.app import stage_bound
+
     proxy = cfg.proxy
     assert proxy is not None
+    bound = stage_bound(cfg.limits)
     upstream = proxy.upstream.rstrip("/") + "/chat/completions"
     secret = os.environ.get(proxy.api_key_env) if proxy.api_key_env else None
     headers = {"Authorization": f"Bearer {secret}"} if secret else {}
@@ -111,7 +114,7 @@ def add_proxy(
                         "application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemDetails"}}
                     },
                 }
-                for s in (401, 403, 413, 422, 429, 502, 504)
+                for s in (401, 403, 413, 422, 429, 502, 503, 504)
             },
         },
         openapi_extra=_CHAT_BODY,
@@ -161,7 +164,7 @@ def add_proxy(
                     raise P.ServerProblem(502, "upstream", "the model's server did not answer with a chat completion")
                 messages = [*messages, {"role": "assistant", "content": content}]
                 try:
-                    decision = await gate.run(content, principal, request_id=rid)
+                    decision = await gate.run(content, principal, request_id=rid, bound=bound)
                 except PayloadError as exc:
                     decision = None
                     messages.append({"role": "user", "content": _invalid_message(exc)})

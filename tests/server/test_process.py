@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -45,10 +46,11 @@ def launch(tmp_path):
             stderr=subprocess.STDOUT,
             env=full_env,
             cwd=tmp_path,
+            start_new_session=True,  # its own process group, so teardown reaches the workers too
         )
         procs.append(proc)
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # a bound on start-up (two workers compile grammars), not a timing
         while True:
             try:
                 if httpx.get(base + "/readyz", timeout=2).status_code == 200:
@@ -63,8 +65,11 @@ def launch(tmp_path):
     yield start
     for p in procs:
         if p.poll() is None:
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)  # killing the supervisor alone would orphan its workers
             p.wait()
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
 
 
 @pytest.mark.slow
@@ -91,6 +96,24 @@ def test_two_workers_count_into_one_set_of_metrics(launch, tmp_path, sqlite_demo
     lines = [json.loads(line) for line in out.read_text().splitlines() if line.startswith("{")]
     runs = [line for line in lines if line["route"] == "/v1/run"]
     assert len(runs) == 12 and {line["key"] for line in runs} == {"shop"} and {line["status"] for line in runs} == {200}
+
+
+@pytest.mark.slow
+def test_a_keys_rate_holds_across_two_workers(launch, tmp_path, sqlite_demo):
+    state = tmp_path / "state"
+    state.mkdir()
+    config = write_config(tmp_path, sqlite_demo[0])
+    _proc, base, _out = launch(config, "--workers", "2", GUARD_SERVE_STATE_DIR=str(state))
+    statuses = []
+    for _ in range(24):  # a new connection each time, so the kernel spreads them over both workers
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {KEYS['slow']}"}) as c:
+            r = c.get("/v1/grammars")
+            statuses.append(r.status_code)
+            if r.status_code == 429:
+                assert 1 <= int(r.headers["retry-after"]) <= 60
+    # "2/minute" for the server, not per worker (two workers counting alone would let up to 4 through)
+    assert statuses.count(200) == 2 and statuses.count(429) == 22, statuses
+    assert len(list(state.glob("ratelimit-*.bin"))) == 1
 
 
 def test_shutdown_lets_the_request_in_flight_finish(launch, tmp_path, sqlite_demo):

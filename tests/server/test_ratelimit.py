@@ -40,3 +40,32 @@ def test_never_more_than_the_bucket_plus_the_refill(amount, gaps):
             allowed += 1
             now += wait + 1e-9
     assert allowed <= amount + (now - 1000.0) * amount + 1
+
+
+def test_limiters_on_one_folder_share_their_buckets(tmp_path):
+    rates = {"a": "3/minute", "b": "1/minute"}
+    one, two = RateLimiter(rates, tmp_path), RateLimiter(rates, tmp_path)  # two workers
+    assert [one.hit("a", 10.0), two.hit("a", 10.0), one.hit("a", 10.0)] == [0.0, 0.0, 0.0]
+    assert two.hit("a", 10.0) == 20.0 and one.hit("a", 10.0) == 20.0
+    assert two.hit("b", 10.0) == 0.0 and one.hit("b", 10.0) == 60.0
+    other = RateLimiter({"a": "3/minute"}, tmp_path)  # other keys or rates (a reload): a file of their own
+    assert other.hit("a", 10.0) == 0.0 and len(list(tmp_path.glob("ratelimit-*.bin"))) == 2
+    for rl in (one, two, other):
+        rl.close()
+
+
+def test_a_bucket_shared_between_processes_admits_the_rate_once(tmp_path):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")  # as uvicorn starts its workers
+    with ctx.Pool(2) as pool:
+        allowed = pool.starmap(_hits, [(str(tmp_path), 50)] * 4)
+    assert sum(allowed) == 10  # "10/hour": a burst of 10 whichever process asks
+
+
+def _hits(folder: str, n: int) -> int:
+    rl = RateLimiter({"k": "10/hour"}, folder)
+    try:
+        return sum(1 for _ in range(n) if rl.hit("k") == 0.0)
+    finally:
+        rl.close()

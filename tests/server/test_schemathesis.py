@@ -20,6 +20,7 @@ OPERATIONS = [
     ("/v1/classify", "POST"),
     ("/v1/schema/{policy}", "GET"),
     ("/v1/grammars", "GET"),
+    ("/v1/monitor", "GET"),
     ("/healthz", "GET"),
     ("/readyz", "GET"),
     ("/metrics", "GET"),
