@@ -29,3 +29,15 @@ def test_a_report_without_events_still_plots(tmp_path: Path) -> None:
     report = Monitor().report()
     html = plot_report(report, tmp_path / "empty.html").read_text(encoding="utf-8")
     assert "No alerts." in html and "<svg" in html
+
+
+def test_the_html_page_escapes_model_written_names(tmp_path: Path) -> None:
+    name = "<script>alert('x')</script>&"
+    events = [e for h in range(4) for e in claims(h, name, 400, 4)] + list(claims(4, name, 400, 40))
+    report = Monitor(MonitorConfig(baseline_windows=4)).add_all(events).report()
+    assert report.alerts  # the name appears in the alerts table and in the fields table
+    page = plot_report(report, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<script>" not in page
+    assert page.count("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;") >= 2
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 1 and "No alerts." not in page
+    assert "10.0%" in page or "1.0%" in page  # the rates table is filled
