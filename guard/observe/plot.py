@@ -28,6 +28,10 @@ DASHES = ("-", "--", ":", "-.")
 on top of each other, and a hollow marker of another shape still shows beneath the one drawn last."""
 
 
+OUTSIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0, "fontsize": 8}
+"""Legends stand to the right of their plot: inside it they covered the alert bands and the lines under them."""
+
+
 def line_style(i: int) -> dict[str, Any]:
     """The colour index, marker and dash pattern of the ``i``-th field's line (distinct for ``i`` < 40)."""
     return {
@@ -94,7 +98,7 @@ def _figure(report: Report) -> Any:
     if chosen:
         # Handles and labels given explicitly: a label starting with "_" would otherwise be left out.
         labels = [_plain(s.name) for s in chosen]
-        axes[0].legend(lines, labels, loc="upper left", fontsize=8, ncol=min(len(chosen), 5))
+        axes[0].legend(lines, labels, **OUTSIDE)
 
     ax = axes[-1]
     medians = [report.prose_summary(w)["median"] for w in report.windows]
@@ -108,7 +112,7 @@ def _figure(report: Report) -> Any:
     ax.set_ylabel("words per slot")
     ax.set_title("prose words per slot (red = drift)", loc="left", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(**OUTSIDE)
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
     fig.autofmt_xdate()
     fig.tight_layout()
