@@ -20,6 +20,7 @@ from babel import Locale, UnknownLocaleError
 from babel.numbers import get_currency_precision, list_currencies
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from guard._files import read_utf8
 from guard.errors import OptionError, PolicyError, Problem
 from guard.payload import NAME, ClaimType
 from guard.timeutil import parse_duration
@@ -313,15 +314,7 @@ def load_policy(source: str | Path | dict[str, Any] | Policy) -> Policy:
     ):
         path = Path(source)
         where = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise PolicyError(f"cannot read the policy file: {exc.strerror}", location=where) from None
-        except UnicodeDecodeError as exc:
-            raise PolicyError(
-                f"the policy file is not UTF-8 text (byte {exc.start} cannot be read)", location=where
-            ) from None
-        source = text
+        source = read_utf8(path, "the policy file", PolicyError)
     if isinstance(source, str):
         try:
             data = yaml.safe_load(source)
