@@ -29,16 +29,18 @@ import json, sys
 from guard.cli.main import main
 code = main(sys.argv[1:])
 mods = {m.split('.')[0] for m in sys.modules if not m.startswith('_')} - set(sys.stdlib_module_names)
-print(json.dumps({"code": code, "modules": sorted(mods)}), file=sys.stderr)
+ours = sorted(m for m in sys.modules if m.startswith('guard.'))
+print(json.dumps({"code": code, "modules": sorted(mods), "guard": ours}), file=sys.stderr)
 """
 
 
-def imported(args: list[str], cwd: Path) -> set[str]:
-    """Third-party top-level packages imported by one ``guard`` command run in a new interpreter."""
+def imported(args: list[str], cwd: Path, ours: bool = False) -> set[str]:
+    """Third-party top-level packages (or, with ``ours``, guard's modules) imported by one ``guard`` command
+    run in a new interpreter."""
     proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True, check=True)
     report = json.loads(proc.stderr.strip().splitlines()[-1])
     assert report["code"] == 0, proc.stderr
-    return set(report["modules"])
+    return set(report["guard" if ours else "modules"])
 
 
 @pytest.fixture
@@ -66,3 +68,9 @@ def test_lint_with_the_classifier_imports_what_the_model_needs_and_not_spacy(tem
     assert mods <= CLASSIFIER, f"imported beyond the classifier's needs: {sorted(mods - CLASSIFIER)}"
     assert not mods & NEVER_IN_LINT
     assert "numpy" in mods  # the model was loaded
+
+
+def test_lint_of_a_template_builds_no_payload_model_and_loads_no_database_code(template: Path) -> None:
+    ours = imported(["lint", "t.txt", "--domain", "orders", "--isolated", "--no-freetext"], template, ours=True)
+    assert "guard.linting.shapes" in ours and "guard.payload.slots" in ours
+    assert not ours & {"guard.payload.model", "guard.records.store", "guard.pipeline", "guard.freetext.model"}
