@@ -7,7 +7,7 @@ LINT_STAMP := $(VENV)/.installed-lint
 # the Python the formatter keeps (markdown code blocks in READMEs are left to their authors)
 FORMATTED := guard tests benchmarks
 
-.PHONY: demo test fuzz bench lint typecheck clean
+.PHONY: demo test promtool fuzz bench lint typecheck clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -29,8 +29,18 @@ $(LINT_STAMP): pyproject.toml | $(BIN)/python
 demo: $(DEMO_STAMP)
 	$(BIN)/guard demo
 
+# promtool checks the shipped alert rules and the metric names (tests/observe); Debian's prometheus package has
+# it. As root with apt-get it is installed here; otherwise the one extra step is said, and those tests skip.
+PROMTOOL_HINT := promtool is missing: apt-get install prometheus (or put promtool from a Prometheus release on PATH)
+promtool:
+	@command -v promtool >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } \
+	      || echo "make: $(PROMTOOL_HINT)" >&2; \
+	  else echo "make: $(PROMTOOL_HINT); the two promtool tests skip without it" >&2; fi; }
+
 # GUARD_TEST_BACKENDS (e.g. sqlite) and GUARD_TEST_DB_TAG reach pytest through the environment
-test: $(STAMP)
+test: $(STAMP) promtool
 	$(BIN)/python -m pytest -n 2 -q
 
 fuzz: $(STAMP)

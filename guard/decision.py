@@ -18,7 +18,7 @@ from guard.findings import Finding
 from guard.payload import Payload, substitute_in_order
 from guard.records.checker import ClaimResult, Status
 from guard.records.formatting import Formatter, format_value, formatter, to_json
-from guard.records.policy import Policy
+from guard.records.policy import Policy, readable_name
 
 _status = attrgetter("status")
 _CONFIRMED, _CONTRADICTED = Status.CONFIRMED, Status.CONTRADICTED
@@ -102,18 +102,14 @@ def result_dict(r: ClaimResult, include_values: bool = True) -> dict[str, Any]:
     return d
 
 
-def _words(name: str) -> str:
-    return name.replace("_", " ")
-
-
 def refusal_sentence(r: ClaimResult, policy: Policy) -> str:
     """One sentence for one failed claim, from policy labels and database ids only."""
     ent = policy.entities.get(r.entity)
     fp = ent.fields.get(r.field) if ent else None
     if ent is None or fp is None:
         return "One of the facts in this answer is outside what I am allowed to check, so I have not given it."
-    what = fp.label or _words(r.field)
-    noun = ent.label or _words(r.entity)
+    what = fp.label or readable_name(r.field)
+    noun = ent.label or readable_name(r.entity)
     subject = f"{noun} {r.row_id}" if r.row_id is not None else f"the {noun} you asked about"
     if r.status is Status.NOT_FOUND and r.row_id is None:
         return f"I could not find the {noun} you asked about, so I have not given its {what}."
@@ -196,10 +192,10 @@ def witness_refusal(unwitnessed: Sequence[tuple[ClaimResult, Any]], policy: Poli
     for r, need in unwitnessed:
         ent = policy.entities.get(r.entity)
         fp = ent.fields.get(r.field) if ent else None
-        noun = (ent.label if ent is not None else None) or _words(r.entity)
-        what = (fp.label if fp is not None else None) or _words(r.field)
+        noun = (ent.label if ent is not None else None) or readable_name(r.entity)
+        what = (fp.label if fp is not None else None) or readable_name(r.field)
         values = [v for e, w in need.options if e == r.entity for v in w.accepted]
-        said = f" is {' or '.join(_words(v) for v in values)}" if values else ""
+        said = f" is {' or '.join(readable_name(v) for v in values)}" if values else ""
         text = f"sentence {need.sentence + 1} says the {noun}'s {what}{said}, and I could not verify that"
         if text not in parts:
             parts.append(text)

@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from guard._files import read_utf8
 from guard.decision import Action, Decision, decide, lint_refusal, witness_refusal
 from guard.errors import ConfigError, OptionError, Problem
 from guard.findings import CATALOGUE, Finding, Severity
@@ -182,12 +183,9 @@ def load_gate_config(source: str | Path | Mapping[str, Any] | GateConfig | None 
         data = dict(source)
     else:
         where = str(source)
+        text = read_utf8(source, "the gate config", ConfigError)
         try:
-            data = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"cannot read the gate config: {exc.strerror}", location=where) from None
-        except UnicodeDecodeError:
-            raise ConfigError("the gate config is not UTF-8 text", location=where) from None
+            data = yaml.safe_load(text)
         except RecursionError:
             raise ConfigError("the gate config is nested too deeply", location=where) from None
         except yaml.YAMLError as exc:

@@ -7,6 +7,8 @@ suite's promise is that it ran against all three.
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -113,3 +115,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+LOCKERS = Path(__file__).resolve().parent / "data" / "lexicons" / "lockers.yaml"
+"""A user's own small lexicon (domain ``lockers``), shared by the CLI, export, suggestion and config tests."""
+
+
+@pytest.fixture
+def lockers_dir(tmp_path: Path) -> Path:
+    """A grammar directory of its own holding ``lockers.yaml`` (a copy: a test may write to it)."""
+    d = tmp_path / "lexicons"
+    d.mkdir()
+    shutil.copyfile(LOCKERS, d / "lockers.yaml")
+    return d

@@ -41,6 +41,7 @@ def test_wheel_contains_package_data(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "guard/demo/policy.yaml" in names
     assert {"guard/server/static/page.html", "guard/server/static/playground.js"} <= names, "the playground"
+    assert "guard/observe/templates/report.html.j2" in names  # the monitor's HTML report
     assert {"guard/py.typed", "guard/__main__.py"} <= names, "type checkers and `python -m guard` need these"
     tracked = subprocess.run(
         ["git", "ls-files", "grammars", "models"], cwd=ROOT, capture_output=True, text=True, check=True

@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from guard._files import read_utf8
 from guard.errors import ConfigError, FileError, OptionError
 from guard.timeutil import parse_time
 
@@ -16,10 +17,7 @@ def read_text(path: str) -> str:
     """A file's text, or standard input for ``-``; a GuardError names the file otherwise."""
     if path == "-":
         return sys.stdin.read()
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FileError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", location=path) from None
+    return read_utf8(path)
 
 
 def read_lines(path: str) -> list[str]:
@@ -46,14 +44,7 @@ def read_lines(path: str) -> list[str]:
 
 def config_file(path: str, option: str = "--config") -> Path:
     """A gate config file that exists and is UTF-8 text; a ConfigError names it otherwise."""
-    try:
-        Path(path).read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the gate config {path}: {exc.strerror}", location=path) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"the gate config {path} ({option}) is not UTF-8 text (byte {exc.start} cannot be read)", location=path
-        ) from None
+    read_utf8(path, f"the gate config {path} ({option})", ConfigError)
     return Path(path)
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -14,8 +16,25 @@ def demo_cmd(
     orders: int = typer.Option(3000, "--orders", min=10, help="How many orders to generate."),
 ) -> None:
     """Build a seeded SQLite system of record and show the three decisions side by side."""
-    from rich.columns import Columns
     from rich.console import Console
+
+    from guard import demo
+
+    console = Console()
+    with contextlib.ExitStack() as stack:
+        if db is None:  # a temporary database, removed when the demo ends, however it ends
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="guard-demo-"))
+            url, where = f"sqlite:///{Path(tmp) / 'records.db'}", "a temporary SQLite database (removed at exit)"
+        else:
+            url, where = db, db
+        with console.status("building the system of record"):
+            demo.build(url, n_orders=orders)
+        _show(console, url, where, orders)
+
+
+def _show(console: Any, url: str, where: str, orders: int) -> None:
+    """The three decisions as panels 52 columns wide: side by side on a wide terminal, stacked within 80."""
+    from rich.columns import Columns
     from rich.panel import Panel
     from rich.text import Text
 
@@ -23,14 +42,11 @@ def demo_cmd(
     from guard.pipeline import verify
     from guard.records.store import RecordStore
 
-    console = Console()
-    url = db or f"sqlite:///{Path(tempfile.mkdtemp(prefix='guard-demo-')) / 'records.db'}"
-    with console.status("building the system of record"):
-        demo.build(url, n_orders=orders)
     policy = demo.policy()
+    console.print(f"[bold]guard demo[/]: {orders} orders in {where}")
     console.print(
-        f"[bold]guard demo[/]: {orders} orders in {url}, policy {', '.join(policy.entities)}; "
-        f"principal {demo.PRINCIPAL}, clock {demo.NOW.isoformat()}"
+        f"policy: {', '.join(policy.entities)}; principal {demo.PRINCIPAL}; clock {demo.NOW.isoformat()}",
+        highlight=False,
     )
     panels = []
     styles = {"answer": "green", "refuse": "yellow", "regenerate_from_facts": "magenta"}
@@ -55,7 +71,8 @@ def demo_cmd(
             else:
                 body.append(f"contradicted: {', '.join(d.contradicted)}\n", style="bold")
                 for k, f in d.facts.items():
-                    body.append(f"  {k} = {f['text']}  [{f['citation']}]\n")
+                    body.append(f"  {k} = {f['text']}\n")
+                    body.append(f"    [{f['citation']}]\n", style="dim")
             panels.append(Panel(body, title=d.action.value, border_style=styles[d.action.value], width=52))
     console.print(Columns(panels))
 

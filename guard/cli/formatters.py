@@ -120,6 +120,13 @@ def _summary(reports: Sequence[FileReport]) -> str:
 
 
 def _context(source: str, start: int, end: int) -> list[str]:
+    """The finding's line and a caret under its span, as a terminal shows them.
+
+    Written here rather than taken from a library: rich draws no caret under a span and the snippet
+    renderers (annotate-snippets, codespan) are Rust. Only the width of what a terminal shows is rich's
+    (``rich.cells.cell_len``: a CJK character or an emoji takes two columns, a combining mark none), and
+    only for a line that is not ASCII, so the usual template pays no import for it.
+    """
     if not source:
         return []
     start = max(0, min(start, len(source)))
@@ -127,8 +134,14 @@ def _context(source: str, start: int, end: int) -> list[str]:
     le = source.find("\n", start)
     le = len(source) if le < 0 else le
     text = source[ls:le].replace("\t", " ")
-    width = max(1, min(end, le) - start)
-    return [f"    {text}", "    " + " " * (start - ls) + "^" * width]
+    before, span = text[: start - ls], text[start - ls : max(start, min(end, le)) - ls]
+    if text.isascii():
+        pad, width = len(before), len(span)
+    else:
+        from rich.cells import cell_len
+
+        pad, width = cell_len(before), cell_len(span)
+    return [f"    {text}", "    " + " " * pad + "^" * max(1, width)]
 
 
 def format_json(reports: Sequence[FileReport]) -> str:

@@ -25,11 +25,13 @@ def serve_cmd(
     """Serve the gate over HTTP with the policies, keys and limits of --config."""
     if ctx.invoked_subcommand is not None:
         return
+    from guard.cli.main import long_running
     from guard.errors import OptionError
     from guard.server import serve
 
     if config is None:
         raise OptionError("--config is required (a serve.yaml)", location="--config")
+    long_running()
     serve(config, host=host, port=port, workers=workers)
 
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from guard.cli import exitcodes
-from guard.errors import GuardError
+from guard.cli._common import read_text
+from guard.errors import OptionError
 
 if TYPE_CHECKING:
     from guard.shapes.suggest import Sample
@@ -27,25 +27,29 @@ def suggest_cmd(
     freetext: bool = typer.Option(True, "--freetext/--no-freetext", help="Vet with the free-text classifier."),
     write: bool = typer.Option(False, "--write", help="Append the proposals to the domain's lexicon file."),
 ) -> None:
-    """Propose lexicon entries (a YAML patch) for the sentences that fail, and list what was refused and why."""
+    """Propose lexicon entries (a YAML patch) for the sentences that fail, and list what was refused and why.
+
+    Exit 0 with the patch; 1 when a file, the lexicon or the model cannot be read; 2 for a usage mistake (an
+    unknown domain or grammar directory). The errors reach :func:`guard.cli.main.main`, which maps them.
+    """
+    from guard.cli._common import check_domain
     from guard.linting import find_templates, read_sidecar
     from guard.shapes import load_domain
     from guard.shapes.suggest import apply, suggest
 
-    try:
-        lib = load_domain(domain, grammar_dir)
-        samples = [_sample(p, read_sidecar) for p in find_templates(paths)]
-        classifier = None
-        if freetext:
-            from guard.linting.freetext import load_classifier
+    if grammar_dir is not None and not grammar_dir.is_dir():
+        raise OptionError(f"grammar directory {str(grammar_dir)!r} does not exist", location="--grammar-dir")
+    check_domain(domain, grammar_dir)
+    lib = load_domain(domain, grammar_dir)
+    samples = [_sample(p, read_sidecar) for p in find_templates(paths)]
+    classifier = None
+    if freetext:
+        from guard.linting.freetext import load_classifier
 
-            classifier = load_classifier()
-        found = suggest(samples, lib, classifier)
-        if write and found.proposals:
-            apply(lib.files[0], found.proposals)
-    except GuardError as exc:
-        typer.echo(f"guard: error: {exc}", err=True)
-        raise typer.Exit(exitcodes.USAGE) from None
+        classifier = load_classifier()
+    found = suggest(samples, lib, classifier)
+    if write and found.proposals:
+        apply(lib.files[0], found.proposals)
     sys.stdout.write(found.patch(domain))
     if found.refused:
         typer.echo("\n# refused:")
@@ -56,14 +60,10 @@ def suggest_cmd(
 
 
 def _sample(path: Path, read_sidecar: Callable[[Path], dict[str, str]]) -> Sample:
-    from guard.errors import PayloadError
     from guard.payload import load_payload, scan_template
     from guard.shapes.suggest import Sample
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PayloadError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", location=str(path)) from None
+    text = read_text(str(path))
     if path.suffix != ".json":
         return Sample(text, read_sidecar(path))
     p = load_payload(text)

@@ -533,11 +533,13 @@ def card_path(model_path: str | Path) -> Path:
     return Path(model_path).with_suffix(".json")
 
 
-def library_versions() -> dict[str, str]:
+def library_versions(names: Iterable[str] = RECORDED_LIBRARIES) -> dict[str, str]:
+    """Installed versions of ``names`` (each a look-up in the installed distributions, so ask only for what
+    is compared) and of Python."""
     import platform
 
     out = {"python": platform.python_version()}
-    for name in RECORDED_LIBRARIES:
+    for name in names:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -604,7 +606,7 @@ def check_card(card: dict[str, Any], path: str | Path, *, installed: dict[str, s
         )
     if card.get("labels") != list(_labels()):
         problems.append(f"labels are {card.get('labels')!r}, this guard expects {list(_labels())}")
-    installed = installed or library_versions()
+    installed = installed or library_versions(CHECKED_LIBRARIES)
     recorded = card.get("libraries") or {}
     for lib, parts in CHECKED_LIBRARIES.items():
         want, have = recorded.get(lib), installed.get(lib)

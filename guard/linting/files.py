@@ -219,9 +219,12 @@ def find_templates(
     ``accept`` replaces :func:`is_template` as the test of which files to take.
     """
     accept = accept or is_template
-    ignores = _Ignores.build(Path(root) if root is not None else Path.cwd(), exclude, respect_gitignore)
+    paths = [Path(p) for p in paths]
     out: list[Path] = []
-    for p in map(Path, paths):
+    if not force_exclude and not any(p.is_dir() for p in paths):
+        return paths  # files named on the command line are linted as given: no ignore rules to read
+    ignores = _Ignores.build(Path(root) if root is not None else Path.cwd(), exclude, respect_gitignore)
+    for p in paths:
         if p.is_dir():
             out.extend(sorted(_walk(p, ignores, accept)))
         elif not force_exclude or (accept(p) and not _excluded_file(p, ignores)):

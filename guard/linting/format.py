@@ -9,10 +9,12 @@ from guard.linting.runner import LintContext
 
 def check(ctx: LintContext) -> list[Finding]:
     """F1xx: unsafe slots; with a payload, claims no slot uses."""
-    from guard.payload import scan_template, unused_claims
+    from guard.payload.slots import scan_template
 
     ctx.slots, found = scan_template(ctx.template)
     if ctx.payload is not None:
+        from guard.payload.model import unused_claims
+
         found = found + unused_claims(ctx.payload)
     return found
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from guard.findings import Finding
 from guard.linting.registry import Check, Mode, Stage, StageSetup, register
 from guard.linting.runner import LintContext
-from guard.payload import scan_template
+from guard.payload.slots import scan_template
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+(?:['\u2019\-][\p{L}\p{N}]+)*")
 

@@ -3,12 +3,12 @@
 ``plot_report(report, "report.html")`` writes one self-contained HTML page
 (inline SVG, the alerts as a table, nothing fetched from anywhere);
 ``.png`` and ``.svg`` write the figure alone. matplotlib is imported only
-here, with the non-interactive Agg backend, so the monitor runs without it.
+here, with the non-interactive Agg backend, so the monitor runs without it;
+the page is a Jinja2 template (``templates/report.html.j2``, autoescaped).
 """
 
 from __future__ import annotations
 
-import html
 import io
 import math
 from datetime import datetime
@@ -26,6 +26,10 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 DASHES = ("-", "--", ":", "-.")
 """Each field's line has its own marker and dash pattern beside its colour: fields whose rates are equal draw
 on top of each other, and a hollow marker of another shape still shows beneath the one drawn last."""
+
+
+OUTSIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0, "fontsize": 8}
+"""Legends stand to the right of their plot: inside it they covered the alert bands and the lines under them."""
 
 
 def line_style(i: int) -> dict[str, Any]:
@@ -94,7 +98,7 @@ def _figure(report: Report) -> Any:
     if chosen:
         # Handles and labels given explicitly: a label starting with "_" would otherwise be left out.
         labels = [_plain(s.name) for s in chosen]
-        axes[0].legend(lines, labels, loc="upper left", fontsize=8, ncol=min(len(chosen), 5))
+        axes[0].legend(lines, labels, **OUTSIDE)
 
     ax = axes[-1]
     medians = [report.prose_summary(w)["median"] for w in report.windows]
@@ -108,7 +112,7 @@ def _figure(report: Report) -> Any:
     ax.set_ylabel("words per slot")
     ax.set_title("prose words per slot (red = drift)", loc="left", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(**OUTSIDE)
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
     fig.autofmt_xdate()
     fig.tight_layout()
@@ -116,49 +120,40 @@ def _figure(report: Report) -> Any:
 
 
 def _html(report: Report, svg: str) -> str:
-    e = html.escape
-    rows = "".join(
-        f"<tr><td>{e(a.window_start.strftime('%Y-%m-%d %H:%M'))}</td><td>{e(a.kind)}</td>"
-        f"<td>{e(a.subject)}</td><td>{e(a.message)}</td></tr>"
-        for a in report.alerts
-    )
-    alerts = (
-        f"<table><tr><th>window start (UTC)</th><th>kind</th><th>subject</th><th>what</th></tr>{rows}</table>"
-        if report.alerts
-        else "<p>No alerts.</p>"
+    """The HTML page: ``templates/report.html.j2`` rendered by Jinja2 with autoescaping on, so a model-written
+    field name is text wherever it lands; only matplotlib's SVG (which escapes its own text) goes in as is."""
+    try:
+        from jinja2 import Environment, PackageLoader, select_autoescape
+        from markupsafe import Markup
+    except ImportError as exc:  # pragma: no cover - jinja2 is in the plot extra
+        raise DependencyError("the HTML report needs jinja2: pip install 'guard[plot]'") from exc
+
+    env = Environment(
+        loader=PackageLoader("guard.observe", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        keep_trailing_newline=True,
     )
     watched = report.config.watched
-    head = "".join(f"<th>{e(s)}</th>" for s in watched)
-    body = ""
+    fields = []
     for series in report.fields:
         resolved = sum(series.resolved(w) for w in series.counts)
-        rates = "".join(
-            f"<td>{sum(series.count(w, s) for w in series.counts) / resolved:.1%}</td>" if resolved else "<td>-</td>"
-            for s in watched
-        )
-        body += f"<tr><td>{e(series.name)}</td><td>{resolved}</td>{rates}</tr>"
-    fields = f"<table><tr><th>field</th><th>resolved claims</th>{head}</tr>{body}</table>"
+        rates = [sum(series.count(w, s) for w in series.counts) / resolved if resolved else None for s in watched]
+        fields.append({"name": series.name, "resolved": resolved, "rates": rates})
     span = ""
     if report.windows:
         first, last = report.window_start(report.windows[0]), report.window_start(report.windows[-1])
         span = f"{first:%Y-%m-%d %H:%M} to {last + report.config.window:%Y-%m-%d %H:%M} UTC"
-    made = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>guard monitor report</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:90%}}svg{{max-width:100%;height:auto}}</style>
-</head><body>
-<h1>guard monitor</h1>
-<p>{e(span)}; {report.counters["claims"]} claim results, {report.counters["decisions"]} decisions,
-windows of {e(str(report.config.window))}. Made {e(made)}.</p>
-<h2>Alerts ({len(report.alerts)})</h2>
-{alerts}
-<h2>Fields (all windows)</h2>
-{fields}
-<h2>Rates over time</h2>
-{svg}
-</body></html>
-"""
+    return env.get_template("report.html.j2").render(
+        span=span,
+        claims=report.counters["claims"],
+        decisions=report.counters["decisions"],
+        window=str(report.config.window),
+        made=datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        alerts=report.alerts,
+        watched=watched,
+        fields=fields,
+        svg=Markup(svg),  # noqa: S704 (matplotlib's own SVG output, its text already escaped)
+    )
 
 
 def plot_report(report: Report, path: str | Path) -> Path:

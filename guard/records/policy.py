@@ -20,11 +20,34 @@ from babel import Locale, UnknownLocaleError
 from babel.numbers import get_currency_precision, list_currencies
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from guard._files import read_utf8
 from guard.errors import OptionError, PolicyError, Problem
 from guard.payload import NAME, ClaimType
 from guard.timeutil import parse_duration
 
 _SQL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+#: Words of three letters or fewer that read as themselves in a customer's sentence. Any other short word in
+#: the name of an entity or field without a ``label`` is taken for an abbreviation (``pid``, ``qty``, ``eta``)
+#: and named in a PolicyWarning at load, since the refusal would show it to the customer as it is.
+PLAIN_SHORT_WORDS = frozenset(
+    (  # noqa: SIM905 (a word list reads best as words)
+        "a an and at by for in of on or per to up via id ip age day due end fee tax vat tip top net new old raw "
+        "max min key pin zip url sku set log box bag car bed kit fit g kg lb oz mm cm m km ml l"
+    ).split()
+)
+
+
+def readable_name(name: str) -> str:
+    """A key or value as words for a customer's sentence: ``shipped_at`` and ``shippedAt`` both read
+    ``shipped at``; acronyms keep their capitals (``order_ID`` reads ``order ID``)."""
+    words = _CAMEL.sub(" ", name).replace("_", " ").split()
+    return " ".join(w if len(w) > 1 and w.isupper() else w.lower() for w in words)
+
+
+def _abbreviations(name: str) -> list[str]:
+    return [w for w in readable_name(name).split() if len(w) <= 3 and w.lower() not in PLAIN_SHORT_WORDS]
 
 
 class PolicyWarning(UserWarning):
@@ -200,9 +223,25 @@ class Policy(BaseModel):
         for name in self.entities:
             if not NAME.fullmatch(name):
                 raise ValueError(f"entity name '{name}' must be letters, digits and underscores")
-        for message in self.shared_tables():
+        for message in [*self.shared_tables(), *self.unreadable_names()]:
             warnings.warn(message, PolicyWarning, stacklevel=2)
         return self
+
+    def unreadable_names(self) -> list[str]:
+        """Entities and fields without a ``label`` whose name reads as an abbreviation in a refusal."""
+        unclear = []
+        for name, ent in self.entities.items():
+            if ent.label is None and _abbreviations(name):
+                unclear.append(f"entity '{name}' (reads '{readable_name(name)}')")
+            for field, fp in ent.fields.items():
+                if fp.label is None and _abbreviations(field):
+                    unclear.append(f"field '{name}.{field}' (reads '{readable_name(field)}')")
+        if not unclear:
+            return []
+        return [
+            f"{', '.join(unclear)} without a label: refusals name {'it' if len(unclear) == 1 else 'them'} to the "
+            'customer as written; give each a label (label: "parcel weight")'
+        ]
 
     def shared_tables(self) -> list[str]:
         """Tables read by entities with different row scopes: what one entity scopes, the other reads freely."""
@@ -275,15 +314,7 @@ def load_policy(source: str | Path | dict[str, Any] | Policy) -> Policy:
     ):
         path = Path(source)
         where = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise PolicyError(f"cannot read the policy file: {exc.strerror}", location=where) from None
-        except UnicodeDecodeError as exc:
-            raise PolicyError(
-                f"the policy file is not UTF-8 text (byte {exc.start} cannot be read)", location=where
-            ) from None
-        source = text
+        source = read_utf8(path, "the policy file", PolicyError)
     if isinstance(source, str):
         try:
             data = yaml.safe_load(source)
@@ -303,4 +334,4 @@ def load_policy(source: str | Path | dict[str, Any] | Policy) -> Policy:
         raise PolicyError("the policy is invalid", problems=_problems(exc), location=where) from None
 
 
-__all__ = ["PolicyWarning", "FieldPolicy", "EntityPolicy", "Policy", "load_policy", "parse_duration"]
+__all__ = ["PolicyWarning", "readable_name", "FieldPolicy", "EntityPolicy", "Policy", "load_policy", "parse_duration"]

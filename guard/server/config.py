@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from guard._files import read_utf8
 from guard.errors import ConfigError, Problem
 
 HASH_PREFIX = "sha256:"
@@ -232,12 +233,9 @@ def load_serve_config(source: str | Path | dict[str, Any], *, base: Path | None 
     else:
         path = Path(source)
         where = str(path)
+        text = read_utf8(path, "the serve config", ConfigError)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"cannot read the serve config: {exc.strerror}", location=where) from None
-        except UnicodeDecodeError:
-            raise ConfigError("the serve config is not UTF-8 text", location=where) from None
+            data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(f"the serve config is not valid YAML: {exc}", location=where) from None
         base = base or path.resolve().parent

@@ -15,6 +15,22 @@ BAD = "Hi {name},\nYour order {order_id} shipped on {total}. This is unusual for
 BAD_TYPES = "name: string\norder_id: identifier\ntotal: money\n"
 WORDY = "Your order {order_id} shipped on {ship_date}.\nThank you for your order.\nThank you for your patience.\n"
 
+PAYLOAD = {
+    "answer_template": "Your order {order_id} shipped on {ship_date}.",
+    "claims": [
+        {"key": "order_id", "type": "identifier", "entity": "order", "entity_id": "o1", "field": "id", "value": "o1"},
+        {
+            "key": "ship_date",
+            "type": "date",
+            "entity": "order",
+            "entity_id": "o1",
+            "field": "shipped_at",
+            "value": "2026-01-02",
+        },
+    ],
+}
+"""A payload whose template the orders library approves (tests that need another template keep its claims)."""
+
 Run = Callable[..., tuple[int, str, str]]
 
 

@@ -179,6 +179,14 @@ def test_shapes(cli: Run, tmp_path: Path) -> None:
     t = template(tmp_path / "t.txt")
     assert cli("shapes", "suggest", t, "-d", "orders", "--no-freetext")[0] == OK
     assert cli("shapes", "suggest", t, "-d", "nope", "--no-freetext")[0] == USAGE
+    assert cli("shapes", "suggest", t, "-d", "orders", "--grammar-dir", tmp_path / "none", "--no-freetext")[0] == USAGE
+    assert cli("shapes", "suggest", t, "--no-freetext")[0] == USAGE  # no --domain
+    (tmp_path / "latin1.txt").write_bytes(b"Your order {order_id} is caf\xe9.\n")
+    (tmp_path / "broken.json").write_text("{not json")
+    for bad in ("latin1.txt", "broken.json", "absent.txt"):
+        code, out, err = cli("shapes", "suggest", tmp_path / bad, "-d", "orders", "--no-freetext")
+        assert (code, out) == (BAD_INPUT, ""), bad
+        assert err.startswith("guard: error:") and "Traceback" not in err
 
 
 def test_demo_and_the_entry_point(cli: Run, tmp_path: Path) -> None:

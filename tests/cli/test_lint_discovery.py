@@ -10,23 +10,9 @@ import regex
 import yaml
 
 from guard.linting.files import find_templates, is_template
-from tests.cli.conftest import BAD, BAD_TYPES, Run, template
+from tests.cli.conftest import BAD, BAD_TYPES, PAYLOAD, Run, template
 
 ROOT = Path(__file__).resolve().parents[2]
-PAYLOAD = {
-    "answer_template": "Your order {order_id} shipped on {ship_date}.",
-    "claims": [
-        {"key": "order_id", "type": "identifier", "entity": "order", "entity_id": "o1", "field": "id", "value": "o1"},
-        {
-            "key": "ship_date",
-            "type": "date",
-            "entity": "order",
-            "entity_id": "o1",
-            "field": "shipped_at",
-            "value": "2026-01-02",
-        },
-    ],
-}
 
 
 def _repo(root: Path) -> Path:
@@ -124,6 +110,7 @@ def test_which_file_names_are_templates(tmp_path: Path) -> None:
 def test_pre_commit_hook_takes_templates_not_project_files_and_runs_once() -> None:
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     (hook,) = [h for h in hooks if h["id"] == "guard-lint"]
+    assert {"id", "name", "entry", "language", "files"} <= set(hook) and hook["language"] == "python"
     assert hook["require_serial"] is True  # one process: one summary, the model loaded once
     assert hook["entry"] == "guard lint --force-exclude" and "args" not in hook  # a user's args keep it
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from guard.cli.formatters import FileReport, format_github, sarif
+from guard.cli.formatters import FileReport, format_github, format_text, sarif
 from guard.cli.rules import rule_text
 from guard.findings import Finding, Severity
 from tests.cli.conftest import BAD, BAD_TYPES, SHIPPED, Run, template
@@ -151,3 +151,15 @@ def test_sarif_in_python_keeps_relative_locations_under_the_root(tmp_path: Path)
     VALIDATOR.validate(doc)
     art = doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
     assert art == {"uri": "a%20b/t.txt", "uriBaseId": "%SRCROOT%"}
+
+
+@pytest.mark.parametrize(
+    "before, span, pad",
+    [("Your order ", "{total}", 11), ("注文 ", "{total}", 5), ("Cafe\u0301 ", "{total}", 5), ("👍 ", "{total}", 3)],
+)
+def test_the_caret_sits_under_the_span_in_terminal_columns(before: str, span: str, pad: int) -> None:
+    text = f"{before}{span} is due.\n"
+    f = Finding("S201", "not approved", start=len(before), end=len(before) + len(span))
+    lines = format_text([FileReport("t.txt", text, [f])]).splitlines()
+    assert lines[1] == f"    {text.rstrip()}"
+    assert lines[2] == "    " + " " * pad + "^" * len(span)

@@ -15,7 +15,11 @@ from guard.records.types import BadClaim, BadStored, matches, normalise_stored
 
 
 def pol(tz="UTC", locale="en_GB"):
-    return Policy(timezone=tz, locale=locale, entities={"o": {"table": "t", "fields": {"x": {"type": "integer"}}}})
+    return Policy(
+        timezone=tz,
+        locale=locale,
+        entities={"o": {"table": "t", "label": "order", "fields": {"x": {"type": "integer", "label": "count"}}}},
+    )
 
 
 GBP = FieldPolicy(type="money", currency="GBP")
@@ -63,7 +67,7 @@ def test_naive_stored_timestamps_are_in_db_timezone():
     p = Policy(
         timezone="Asia/Tokyo",
         db_timezone="America/New_York",
-        entities={"o": {"table": "t", "fields": {"x": {"type": "integer"}}}},
+        entities={"o": {"table": "t", "label": "order", "fields": {"x": {"type": "integer", "label": "count"}}}},
     )
     # 20:00 in New York is 09:00 next day in Tokyo
     assert normalise_stored(datetime(2026, 7, 29, 20, 0), f, p) == date(2026, 7, 30)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
@@ -17,11 +18,15 @@ from guard.payload import load_payload, substitute, substitute_in_order
 from guard.pipeline import regenerate_loop, verify
 from guard.records.checker import ClaimResult, Status
 from guard.records.formatting import format_value, formatter
-from guard.records.policy import FieldPolicy, Policy
+from guard.records.policy import FieldPolicy, Policy, PolicyWarning, readable_name
 
 
 def pol(locale="en_GB", tz="Europe/London"):
-    return Policy(locale=locale, timezone=tz, entities={"o": {"table": "t", "fields": {"x": {"type": "integer"}}}})
+    return Policy(
+        locale=locale,
+        timezone=tz,
+        entities={"o": {"table": "t", "label": "order", "fields": {"x": {"type": "integer", "label": "count"}}}},
+    )
 
 
 def test_locale_formatting():
@@ -278,3 +283,23 @@ def test_answer_text_and_citations_equal_the_reference(fields, data):
         }
         for r in results
     ]
+
+
+def test_unlabelled_names_read_as_words_in_refusals():
+    assert readable_name("shipped_at") == readable_name("shippedAt") == "shipped at"
+    assert readable_name("order_ID") == "order ID"
+    p = Policy(entities={"parcelBox": {"table": "t", "fields": {"deliveryDate": {"type": "date"}}}})
+    said = refusal_sentence(result(Status.STALE, entity="parcelBox", field="deliveryDate"), p)
+    assert said.startswith("I could not verify the delivery date for parcel box ord_1")
+
+
+def test_an_unlabelled_abbreviation_is_named_at_load():
+    fields = {"pid": {"type": "identifier"}, "qty": {"type": "integer", "label": "quantity"}}
+    with pytest.warns(PolicyWarning, match=r"field 'order\.pid' \(reads 'pid'\) without a label") as caught:
+        Policy(entities={"order": {"table": "t", "fields": fields}})
+    assert "qty" not in str(caught[0].message)  # labelled: the customer reads "quantity"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Policy(
+            entities={"order": {"table": "t", "fields": {"status": {"type": "enum"}, "weight_kg": {"type": "decimal"}}}}
+        )

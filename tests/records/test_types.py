@@ -16,7 +16,9 @@ from guard.payload import ClaimType
 from guard.records.policy import FieldPolicy, Policy, load_policy
 from guard.records.types import TYPES, BadClaim, BadStored, to_json
 
-POLICY = Policy(entities={"o": {"table": "t", "fields": {"x": {"type": "integer"}}}})
+POLICY = Policy(
+    entities={"o": {"table": "t", "label": "order", "fields": {"x": {"type": "integer", "label": "count"}}}}
+)
 SAMPLES = {
     ClaimType.IDENTIFIER: ("ord_1", FieldPolicy(type="identifier")),
     ClaimType.STRING: ("Ada Lovelace", FieldPolicy(type="string")),

@@ -6,20 +6,18 @@ import json
 from pathlib import Path
 
 import pytest
-import regex
 import typer
-import yaml
 from typer.testing import CliRunner
 
 from guard.cli import grammars as grammars_cli
 from guard.cli import lint as lint_cli
+from tests.cli.conftest import BAD, BAD_TYPES, PAYLOAD, template
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = (
     "Your order {order_id} shipped on {ship_date} and is expected to arrive on {eta}. It contains {item_count} items.\n"
 )
 SEED_TYPES = "order_id: identifier\nship_date: date\neta: date\nitem_count: integer\n"
-BAD = "Hi {name},\nYour order {order_id} shipped on {total}. This is unusual for orders of this size.\n"
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +40,8 @@ def run(app):
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    (tmp_path / "good.txt").write_text(SEED)
-    (tmp_path / "good.txt.slots.yaml").write_text(SEED_TYPES)
-    (tmp_path / "bad.txt").write_text(BAD)
-    (tmp_path / "bad.txt.slots.yaml").write_text("name: string\norder_id: identifier\ntotal: money\n")
+    template(tmp_path / "good.txt", SEED, SEED_TYPES)
+    template(tmp_path / "bad.txt", BAD, BAD_TYPES)
     return tmp_path
 
 
@@ -134,20 +130,9 @@ def test_sarif_format(run, tree: Path) -> None:
 
 
 def test_payload_file_points_into_the_json(run, tmp_path: Path) -> None:
-    claims = [
-        {"key": "order_id", "type": "identifier", "entity": "order", "entity_id": "o1", "field": "id", "value": "o1"},
-        {
-            "key": "ship_date",
-            "type": "date",
-            "entity": "order",
-            "entity_id": "o1",
-            "field": "shipped_at",
-            "value": "2024-05-01",
-        },
-    ]
     text = json.dumps(
         {
-            "claims": claims,
+            "claims": PAYLOAD["claims"],
             "answer_template": "Your order {order_id} shipped on {ship_date}.\nIt is unusually quick \u2014 nice.",
         },
         indent=1,
@@ -181,29 +166,15 @@ def test_usage_errors_exit_2_and_input_errors_exit_1(run, tree: Path, tmp_path: 
     assert run("lint", tmp_path / "empty", "-d", "orders").exit_code == 2
 
 
-LOCKERS = """
-domain: lockers
-entities:
-  locker:
-    nouns: [locker]
-    id: locker.id
-predicates:
-  - entity: locker
-    field: locker.opened_at
-    forms: ["(was | has been) opened on {date}"]
-"""
-
-
-def test_user_grammar_dir(run, tmp_path: Path) -> None:
-    (tmp_path / "lockers.yaml").write_text(LOCKERS)
+def test_user_grammar_dir(run, tmp_path: Path, lockers_dir: Path) -> None:
     (tmp_path / "t.txt").write_text("Hi {name},\nYour locker {ref} was opened on {d}.\nThanks!\n")
     types = ("-s", "ref=identifier", "-s", "d=date", "-s", "name=string")
-    r = run("lint", tmp_path / "t.txt", "-d", "lockers", "--grammar-dir", tmp_path, *types)
+    r = run("lint", tmp_path / "t.txt", "-d", "lockers", "--grammar-dir", lockers_dir, *types)
     assert r.exit_code == 0, r.output
     (tmp_path / "u.txt").write_text("Your locker {ref} was opened on {d}, as usual.\n")
-    r = run("lint", tmp_path / "u.txt", "-d", "lockers", "--grammar-dir", tmp_path, *types)
+    r = run("lint", tmp_path / "u.txt", "-d", "lockers", "--grammar-dir", lockers_dir, *types)
     assert r.exit_code == 1 and "S201" in r.output
-    r = run("grammars", "list", "--grammar-dir", tmp_path)
+    r = run("grammars", "list", "--grammar-dir", lockers_dir)
     assert r.exit_code == 0 and "lockers" in r.output and "orders" in r.output
 
 
@@ -231,14 +202,6 @@ def test_grammars_list_show_export(run, tmp_path: Path) -> None:
     assert r.exit_code == 0 and out.read_text().startswith("// The approved sentences of guard domain 'orders'")
     assert run("grammars", "show", "nope").exit_code == 2
     assert run("grammars", "export", "orders", "-f", "ebnf").exit_code == 2
-
-
-def test_pre_commit_hook_definition() -> None:
-    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    (hook,) = [h for h in hooks if h["id"] == "guard-lint"]
-    assert hook["entry"].startswith("guard lint") and hook["language"] == "python"
-    assert {"id", "name", "entry", "language", "files"} <= set(hook)
-    assert regex.search(hook["files"], "templates/shipped.txt") and not regex.search(hook["files"], "a.txt.slots.yaml")
 
 
 from hypothesis import given, settings  # noqa: E402

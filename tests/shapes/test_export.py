@@ -101,31 +101,19 @@ def test_the_regex_export_is_refused_for_a_large_language_with_a_pointer_to_the_
         to_regex(lib)
 
 
-SMALL = """
-domain: lockers
-entities:
-  locker:
-    nouns: [locker]
-    id: locker.id
-predicates:
-  - entity: locker
-    field: locker.opened_at
-    forms: ["(was | has been) opened on {date}"]
-"""
 SMALL_CORE = """
 classes: {}
 courtesy: [thank you]
 """
 
 
-def test_a_small_language_exports_as_a_regex_that_agrees_with_lint(tmp_path):
-    (tmp_path / "lockers.yaml").write_text(SMALL)
-    (tmp_path / "core.yaml").write_text(SMALL_CORE)
-    (tmp_path / "compose.lark").write_text(
+def test_a_small_language_exports_as_a_regex_that_agrees_with_lint(lockers_dir):
+    (lockers_dir / "core.yaml").write_text(SMALL_CORE)
+    (lockers_dir / "compose.lark").write_text(
         'start: unit\nunit: sentence\nsentence: body [end]\nend: "." | "!"\nbody: subject predicate | courtesy\n'
         'subject: [det] noun [ref]\ndet: "your" | "the"\nref: IDENTIFIER_SLOT\n'
     )
-    lib = load_domain("lockers", tmp_path)
+    lib = load_domain("lockers", lockers_dir)
     pattern = to_regex(lib, {"identifier": ["id"], "date": ["d"]})
     types = {"id": "identifier", "d": "date"}
     for text in [

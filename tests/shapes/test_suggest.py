@@ -15,20 +15,22 @@ from guard.shapes.compiler import claim_words
 from guard.shapes.lexicon import read_lexicon
 from guard.shapes.sentences import shipped_lexicons
 from guard.shapes.suggest import Sample, suggest
+from tests.conftest import LOCKERS
 
-LOCKERS = """
-domain: lockers
-entities:
-  locker:
-    nouns: [locker, box]
-    id: locker.id
-    attributes:
-      - {type: string, field: locker.site, names: [site]}
-predicates:
-  - entity: locker
-    field: locker.opened_at
-    forms: ["(was | has been) opened on {date}"]
-"""
+
+def lockers_with_a_site() -> str:
+    """The shared lockers lexicon with a second noun and a site attribute, for proposals to build on (edited as
+    text: ``--write`` appends to the file in its own flow style)."""
+    text = LOCKERS.read_text(encoding="utf-8")
+    text = text.replace("nouns: [locker]", "nouns: [locker, box]")
+    text = text.replace(
+        "    id: locker.id\n",
+        "    id: locker.id\n    attributes:\n      - {type: string, field: locker.site, names: [site]}\n",
+    )
+    assert "box" in text and "locker.site" in text
+    return text
+
+
 BANNED = sorted(claim_words(read_lexicon(shipped_lexicons() / "core.yaml")))
 FRAMES = [
     "Your locker {id} was opened on {d}, {w}.",
@@ -41,7 +43,7 @@ FRAMES = [
 @pytest.fixture(scope="module")
 def lockers(tmp_path_factory):
     d = tmp_path_factory.mktemp("lockers")
-    (d / "lockers.yaml").write_text(LOCKERS)
+    (d / "lockers.yaml").write_text(lockers_with_a_site())
     return load_domain("lockers", d)
 
 
@@ -57,7 +59,7 @@ def test_a_suggestion_never_admits_a_claim_bearing_word(lockers, frame, word):
 
 
 def test_proposals_compile_are_accepted_afterwards_and_are_written_only_with_write(tmp_path, capsys):
-    (tmp_path / "lockers.yaml").write_text(LOCKERS)
+    (tmp_path / "lockers.yaml").write_text(lockers_with_a_site())
     (tmp_path / "a.json").write_text(
         '{"answer_template": "Your locker {id} was emptied on {d}. Lockers are cleaned every night.",'
         ' "claims": [{"key": "id", "type": "identifier", "entity": "locker", "entity_id": "l1", "field": "id",'
