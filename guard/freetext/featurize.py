@@ -28,7 +28,7 @@ MIN_EVIDENCE = 0.2
 
 #: Bumped whenever a change here alters the features of a text; models record it and
 #: refuse to load under a different one (their weights would silently mean something else).
-FEATURIZER_VERSION = 7
+FEATURIZER_VERSION = 8
 
 #: Stand-in for a ``{slot}``: a private-use character the tokenizer keeps as one token.
 SLOT_CHAR = "\ue000"
@@ -181,6 +181,8 @@ class Linguistics:
         self.sup_forms = frozenset(morphology.get("superlative", ()))
         self.not_cmp = frozenset(morphology.get("not_comparative", ()))
         self.not_sup = frozenset(morphology.get("not_superlative", ()))
+        #: words spaCy calls like_num that only order ("first"): no number features for them
+        self.not_number = frozenset(morphology.get("not_number", ()))
         self.word_classes: dict[str, tuple[str, ...]] = {}
         for name, words in lexicon.classes.items():
             for w in words:
@@ -219,7 +221,7 @@ class Linguistics:
         if lemma != lower:
             classes += tuple(c for c in self.word_classes.get(lemma, ()) if c not in classes)
         found = {f"w={lower}", f"l={lemma}"}
-        like_num = bool(vlex.like_num)
+        like_num = bool(vlex.like_num) and lower not in self.not_number
         for flag, on in (
             ("LIKE_NUM", like_num),
             ("IS_ALPHA", vlex.is_alpha),
