@@ -128,7 +128,9 @@ def main() -> None:
     splits = [s for s in sets if s not in ("train", "dev")]
     print(f"features: {len(names)} ({len(dense_cols)} dense for hgb); labels {', '.join(LABELS)}")
     for learner, r in result.items():
-        print(f"\n{learner}  (fit {r['fit_seconds']} s; scoring {r['sentences_per_s']:,}/s through the sklearn pipeline)")
+        print(
+            f"\n{learner}  (fit {r['fit_seconds']} s; scoring {r['sentences_per_s']:,}/s through the sklearn pipeline)"
+        )
         for s in splits:
             row = "  ".join(f"{lab[:4]} {r['f1'][s][lab]:.3f}" for lab in LABELS)
             print(f"  {s:10s} {row}  macro {r['f1'][s]['macro']:.3f}")

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: One regular expression per register; a sentence counts once per register it matches.
 REGISTERS = {
-    "modal or hedge": r"\b(may|might|could|likely|probably|possibly|perhaps|appears?|seems?|suggests?|plausibl\w*|thought to)\b",
+    "modal or hedge": r"\b(may|might|could|likely|probably|possibly|perhaps|appears?|seems?|suggests?|"
+    r"plausibl\w*|thought to)\b",
     "correlational": r"\b(associated|association|correlat\w*|linked?|related|coincid\w*|tends?|tended)\b",
     "intensifier": r"\b(very|really|especially|particularly|extremely|quite|pretty|incredibly|truly|highly|super|"
     r"totally|absolutely|so)\b",

@@ -181,8 +181,11 @@ class Linguistics:
         self.sup_forms = frozenset(morphology.get("superlative", ()))
         self.not_cmp = frozenset(morphology.get("not_comparative", ()))
         self.not_sup = frozenset(morphology.get("not_superlative", ()))
-        #: words spaCy calls like_num that only order ("first"): no number features for them
-        self.not_number = frozenset(morphology.get("not_number", ()))
+        #: words spaCy calls like_num that only order ("first"): no number features for them. Set on the
+        #: lexemes themselves, so that spaCy's own Matcher (the cross-check) reads the same LIKE_NUM.
+        for word in morphology.get("not_number", ()):
+            for form in {word, word.capitalize(), word.upper()}:
+                self.vocab[form].like_num = False
         self.word_classes: dict[str, tuple[str, ...]] = {}
         for name, words in lexicon.classes.items():
             for w in words:
@@ -221,7 +224,7 @@ class Linguistics:
         if lemma != lower:
             classes += tuple(c for c in self.word_classes.get(lemma, ()) if c not in classes)
         found = {f"w={lower}", f"l={lemma}"}
-        like_num = bool(vlex.like_num) and lower not in self.not_number
+        like_num = bool(vlex.like_num)
         for flag, on in (
             ("LIKE_NUM", like_num),
             ("IS_ALPHA", vlex.is_alpha),

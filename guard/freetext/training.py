@@ -274,7 +274,7 @@ def train(
 
 
 def default_challenges(corpus: str | Path) -> dict[str, Path]:
-    """The challenge splits beside a corpus directory: ``challenge`` and its ``fresh``, ``blind`` and ``blind2`` parts."""
+    """The challenge splits beside a corpus directory: ``challenge`` and its ``fresh``, ``blind``, ``blind2`` parts."""
     root = Path(corpus) / "challenge"
     found = {"challenge": root, "fresh": root / "fresh", "blind": root / "blind", "blind2": root / "blind2"}
     return {name: p for name, p in found.items() if p.is_dir() and any(p.glob("*.jsonl"))}
