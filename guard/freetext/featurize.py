@@ -28,7 +28,7 @@ MIN_EVIDENCE = 0.2
 
 #: Bumped whenever a change here alters the features of a text; models record it and
 #: refuse to load under a different one (their weights would silently mean something else).
-FEATURIZER_VERSION = 7
+FEATURIZER_VERSION = 8
 
 #: Stand-in for a ``{slot}``: a private-use character the tokenizer keeps as one token.
 SLOT_CHAR = "\ue000"
@@ -181,6 +181,11 @@ class Linguistics:
         self.sup_forms = frozenset(morphology.get("superlative", ()))
         self.not_cmp = frozenset(morphology.get("not_comparative", ()))
         self.not_sup = frozenset(morphology.get("not_superlative", ()))
+        #: words spaCy calls like_num that only order ("first"): no number features for them. Set on the
+        #: lexemes themselves, so that spaCy's own Matcher (the cross-check) reads the same LIKE_NUM.
+        for word in morphology.get("not_number", ()):
+            for form in {word, word.capitalize(), word.upper()}:
+                self.vocab[form].like_num = False
         self.word_classes: dict[str, tuple[str, ...]] = {}
         for name, words in lexicon.classes.items():
             for w in words:

@@ -36,21 +36,9 @@ CUSTOM_ATTRS = {
     "guard_year",
     "guard_ordinal",
 }
-FLAG_ATTRS = {
-    "LIKE_NUM",
-    "IS_ALPHA",
-    "IS_DIGIT",
-    "IS_PUNCT",
-    "guard_cmp",
-    "guard_sup",
-    "guard_slot",
-    "guard_plural",
-    "guard_past",
-    "guard_clock",
-    "guard_year",
-    "guard_ordinal",
-}
+#: Attributes FastMatcher keys by their value (word, lemma); every other one is a true/false flag.
 VALUE_ATTRS = {"LOWER": "w", "guard_lemma": "l"}
+FLAG_ATTRS = (NATIVE_ATTRS | CUSTOM_ATTRS) - VALUE_ATTRS.keys()
 
 
 def default_lexicon() -> dict[str, Any]:

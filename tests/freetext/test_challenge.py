@@ -20,12 +20,14 @@ from .conftest import CORPUS
 CHALLENGE = CORPUS / "challenge"
 FRESH = CHALLENGE / "fresh"
 BLIND = CHALLENGE / "blind"
+BLIND2 = CHALLENGE / "blind2"
 DOMAINS = {"reviews", "science", "debates", "support"}
 
 
 def _rows():
-    """Every line of the challenge sets (the main one, fresh/ and blind/), with its file and line number."""
-    for f in sorted([*CHALLENGE.glob("*.jsonl"), *FRESH.glob("*.jsonl"), *BLIND.glob("*.jsonl")]):
+    """Every line of the challenge sets (the main one, fresh/, blind/ and blind2/), with its file and line number."""
+    files = [*CHALLENGE.glob("*.jsonl"), *FRESH.glob("*.jsonl"), *BLIND.glob("*.jsonl"), *BLIND2.glob("*.jsonl")]
+    for f in sorted(files):
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
                 yield f, n, json.loads(line)
@@ -40,6 +42,7 @@ def test_challenge_files_follow_the_schema():
     for directory in (CHALLENGE, FRESH):
         assert {f.stem for f in directory.glob("*.jsonl")} == DOMAINS, directory
     assert {f.stem for f in BLIND.glob("*.jsonl")} == DOMAINS | {"shop_email", "long"}
+    assert {f.stem for f in BLIND2.glob("*.jsonl")} == DOMAINS | {"shop_email", "sms"}
     for f, n, d in _rows():
         where = f"{f.parent.name}/{f.name}:{n}"
         assert tuple(sorted(d)) == tuple(sorted(FIELDS)), where
@@ -51,6 +54,7 @@ def test_challenge_files_follow_the_schema():
     assert len(examples) >= 600
     assert len(read_challenge(FRESH)) >= 100
     assert len(read_challenge(BLIND)) >= 250
+    assert len(read_challenge(BLIND2)) >= 300
 
 
 def test_challenge_covers_every_label_domain_and_hard_cases():
@@ -73,6 +77,18 @@ def test_blind_set_has_long_sentences_temporal_cases_and_clean_shop_mail():
     assert sum(not e.labels for e in shop) >= 30
     for lab in LABELS:
         assert sum(lab in e.labels for e in examples) >= 25, lab
+
+
+def test_second_blind_set_covers_registers_long_sentences_and_the_hard_cases():
+    """blind2/ (issue 16, second session): six registers, written and committed before any scoring."""
+    examples = read_challenge(BLIND2)
+    assert sum(len(e.text.split()) >= 25 for e in examples) >= 25
+    assert sum(1 for e in examples if "temporal" not in e.labels and "{" in e.text) >= 20  # slot-supplied values
+    for dom in DOMAINS | {"shop_email", "sms"}:
+        exs = [e for e in examples if e.domain == dom]
+        assert len(exs) >= 50 and sum(not e.labels for e in exs) >= 8, dom
+    for lab in LABELS:
+        assert sum(lab in e.labels for e in examples) >= 40, lab
 
 
 def test_challenge_has_no_duplicates_and_no_overlap_with_the_main_corpus():

@@ -137,6 +137,16 @@ def test_features_carry_linguistics():
     assert "p=SINCE_TEMPORAL" in feats("Since {date} it has been locked.")
     assert "p=SINCE_CLAUSE" in feats("Since you opted out, we stopped.")
     assert "m=cmp" not in feats("Your number is on the order.")
+    # issue 16, quantity over-flagging: ordinals, naming numbers, "the ones", "some", clock hours in words
+    assert "num" not in feats("Your first payment is due soon.") and "num" in feats("Your two payments are due.")
+    assert "num" not in feats("FIRST IMPRESSIONS ARE GOOD.")
+    assert "p=NAMED_NUMBER" in feats("Firmware 2.3 is more stable.")
+    assert "p=NAMED_NUMBER" in feats("I ordered the 2-litre model.")
+    assert "p=NUMBER_WORD" not in feats("They beat the ones I returned.")
+    assert "p=POPULATION_QUANT" not in feats("Some items ship separately.")
+    assert "p=POPULATION_QUANT" in feats("Many items ship separately.")
+    assert "p=TEMPORAL_CLOCK" in feats("We'll call between nine and eleven tomorrow.")
+    assert "p=TEMPORAL_CLOCK" in feats("Pick them up at half three.")
 
 
 def test_fast_matcher_equals_spacy_matcher(corpus_examples):

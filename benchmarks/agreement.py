@@ -1,0 +1,47 @@
+"""Inter-annotator agreement on the corpus: Cohen's kappa per label between two annotations.
+
+``corpora/agreement/second_annotation.jsonl`` holds a stratified sample of corpus sentences
+with the stored labels at the time of sampling (``first``), a second annotation made from
+GUIDELINES.md with the first labels hidden (``second``), and the labels after the
+disagreements were resolved (``resolved``, which the corpus now carries). Prints kappa,
+raw agreement and positives per label, and lists the disagreements.
+
+    .venv/bin/python benchmarks/agreement.py [--file corpora/agreement/second_annotation.jsonl] [--quiet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--file", type=Path, default=ROOT / "corpora" / "agreement" / "second_annotation.jsonl")
+    ap.add_argument("--quiet", action="store_true", help="figures only, no list of disagreements")
+    args = ap.parse_args()
+
+    from sklearn.metrics import cohen_kappa_score
+
+    from guard.freetext.corpus import LABELS
+
+    rows = [json.loads(line) for line in args.file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    print(f"{len(rows)} sentences, {sum(r['first'] == r['second'] for r in rows)} with the same label set")
+    print(f"{'label':12s} {'kappa':>6s} {'agree':>7s} {'first+':>7s} {'second+':>8s}")
+    for lab in LABELS:
+        a = [lab in r["first"] for r in rows]
+        b = [lab in r["second"] for r in rows]
+        agree = sum(x == y for x, y in zip(a, b))
+        print(f"{lab:12s} {cohen_kappa_score(a, b):6.3f} {agree:4d}/{len(rows)} {sum(a):7d} {sum(b):8d}")
+    if not args.quiet:
+        for r in rows:
+            if r["first"] != r["second"]:
+                print(f"- first {r['first']} second {r['second']} resolved {r['resolved']}: {r['text']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
