@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lark  # noqa: E402
 
 import guard.shapes.sentences as sentences  # noqa: E402
+from guard.shapes import tables  # noqa: E402
 from guard.shapes.check import check_template  # noqa: E402
 from guard.shapes.coverage import CLEAN_KINDS, read_records, slot_types  # noqa: E402
 from guard.shapes.sentences import load_library, tokens  # noqa: E402
@@ -150,11 +151,22 @@ def main() -> None:
         for _ in range(n):
             load_library(args.domain)
         warm = (time.perf_counter() - s) / n
+        # the baseline: Lark's own cache of the same grammar (what guard used before guard/shapes/tables.py)
+        lark_cache = str(cache / "lark.cache")
+        lark.Lark(lib.compiled.source, **tables.options(sentences._TokenListLexer, sentences.STARTS), cache=lark_cache)
+        lark_cold = []
+        for _ in range(3):
+            s = time.perf_counter()
+            lark.Lark(
+                lib.compiled.source, **tables.options(sentences._TokenListLexer, sentences.STARTS), cache=lark_cache
+            )
+            lark_cold.append(time.perf_counter() - s)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     print(
-        f"library load: built from the lexicon {built:.2f} s, cold from the disk cache {min(cold):.2f} s "
-        f"(target <= 1 s), warm {warm * 1000:.3f} ms (target <= 50 ms)"
+        f"library load: built from the lexicon {built:.2f} s, cold from guard's cache {min(cold):.2f} s "
+        f"(target <= 1 s; Lark's own cache of the same grammar {min(lark_cold):.2f} s, "
+        f"{min(lark_cold) / min(cold):.1f}x slower), warm {warm * 1000:.3f} ms (target <= 50 ms)"
     )
 
 

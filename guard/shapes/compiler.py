@@ -30,6 +30,7 @@ from guard.shapes.phrases import (
     Opt,
     Punct,
     Ref,
+    Seq,
     Slot,
     Word,
     expand,
@@ -102,6 +103,8 @@ class Compiled:
     attributes: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     """entity -> claim type -> fields of that type (to bind a bare value in a summary)."""
     digest: str = ""
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Shared word-group rule name -> its alternatives."""
 
 
 def _text(seq: Iterable[Atom]) -> str:
@@ -123,9 +126,13 @@ def _lark_atom(a: Atom) -> str:
 DETERMINERS = frozenset({"your", "the", "this"})
 
 
-def _lark_expr(node: Node, ref: Callable[[str], str]) -> str:
+def _lark_expr(node: Node, ref: Callable[[str], str], group: Callable[[list[str]], str] | None = None) -> str:
     """A phrase as a Lark expression. A determiner is written as the ``det`` rule, as subjects write it, so the
-    parser never has to choose between a literal "the" and the start of a noun phrase."""
+    parser never has to choose between a literal "the" and the start of a noun phrase.
+
+    With ``group``, alternatives of plain words become one shared rule each (``group`` names it): Lark would
+    otherwise write out every combination of a phrase's alternatives as a rule of its own, and a hedge with
+    seven choices is thousands of rules, LALR states and seconds of loading."""
     if isinstance(node, Word) and node.text in DETERMINERS:
         return "det"
     if isinstance(node, (Word, Punct, Slot)):
@@ -133,15 +140,38 @@ def _lark_expr(node: Node, ref: Callable[[str], str]) -> str:
     if isinstance(node, Ref):
         return ref(node.name)
     if isinstance(node, Opt):
-        return "[" + _lark_expr(node.body, ref) + "]"
+        return "[" + _lark_expr(node.body, ref, group) + "]"
     if isinstance(node, Alt):
-        return "(" + " | ".join(_lark_expr(o, ref) for o in node.options) + ")"
-    return " ".join(_lark_expr(item, ref) for item in node.items)
+        options = list(dict.fromkeys(_lark_expr(o, ref, group) for o in node.options))
+        if len(options) == 1:
+            return options[0]
+        if group is not None and all(_plain(o) for o in node.options):
+            return group(options)
+        return "(" + " | ".join(options) + ")"
+    return " ".join(_lark_expr(item, ref, group) for item in node.items)
+
+
+def _word(a: Atom) -> str | None:
+    return a.text if isinstance(a, Word) else None
+
+
+def _plain(node: Node) -> bool:
+    """Words and punctuation only (no slot, class, option or determiner): safe to share as one rule."""
+    if isinstance(node, Word):
+        return node.text not in DETERMINERS
+    if isinstance(node, Punct):
+        return True
+    if isinstance(node, Seq):
+        return all(_plain(i) for i in node.items)
+    return False
 
 
 class _Compiler:
-    def __init__(self, core: Lexicon, lexicon: Lexicon, core_lark: str, where: str) -> None:
+    def __init__(
+        self, core: Lexicon, lexicon: Lexicon, core_lark: str, where: str, inline: frozenset[tuple[str, ...]]
+    ) -> None:
         self.core, self.lex, self.core_lark, self.where = core, lexicon, core_lark, where
+        self.inline = inline
         self.class_src: dict[str, list[tuple[str, str]]] = {}
         for owner, lx in (("core.yaml", core), (where, lexicon)):
             for name, phrases in lx.classes.items():
@@ -162,6 +192,8 @@ class _Compiler:
         self.used_classes: set[str] = set()
         self._checked: set[tuple[str, tuple[str, ...]]] = set()
         self.word_errors: list[str] = []
+        self.groups: dict[tuple[str, ...], str] = {}
+        self._words: dict[str, frozenset[str]] = {}
 
     # -- phrases -------------------------------------------------------------------------
     def parse(self, text: str, context: str, where: str) -> Node:
@@ -218,10 +250,28 @@ class _Compiler:
         return list(dict.fromkeys(out))
 
     def ref(self, name: str) -> str:
+        """A class as the grammar writes it: a class of plain words is the same shared word group as the same
+        alternatives written in place (so "<we>" and "(i | we)" never compete), any other a rule of its own."""
         if name in UNIONS:
             return name
+        if name in self.class_src:
+            trees = self.class_trees(name)
+            if all(_plain(t) for t in trees):
+                options = list(dict.fromkeys(_lark_expr(t, self.ref) for t in trees))
+                return options[0] if len(options) == 1 else self.group(options)
         self.used_classes.add(name)
         return f"c_{name}"
+
+    def group(self, options: list[str]) -> str:
+        """One shared (inlined) rule per distinct set of word alternatives."""
+        key = tuple(sorted(options))
+        if key in self.inline:
+            return "(" + " | ".join(options) + ")"
+        name = self.groups.get(key)
+        if name is None:
+            name = self.groups[key] = f"_w{len(self.groups)}"
+            self.rules.append((name, " | ".join(key)))
+        return name
 
     def never(self, rule: str) -> str:
         """A terminal of its own that guard's lexer never produces: the body of an empty rule."""
@@ -267,9 +317,28 @@ class _Compiler:
             name = f"{prefix}{i}"
             names.append(name)
             self.meta[name] = RuleMeta(meta.kind, meta.bindings, _text(seqs[0]))
-            body = "\n    | ".join(" ".join(_lark_atom(a) for a in s) if s else "" for s in seqs)
+            body = "\n    | ".join(self._body(kind, s) for s in seqs)
             self.rules.append((name, body))
         self.rules.append((kind, " | ".join(names) if names else self.never(kind)))
+
+    def _body(self, kind: str, seq: tuple[Atom, ...]) -> str:
+        """A wording as a rule body. A predicate takes core's state adverb after an opening auxiliary ("is
+        currently {status}") and, when it ends in a slot, a colon before it ("Shipped on: {date}"), except after
+        an auxiliary or a verb that introduces a list ("contains:")."""
+        atoms = [_lark_atom(a) for a in seq]
+        if kind != "predicate" or len(seq) < 2:
+            return " ".join(atoms)
+        aux, lists = self._core_words("auxiliary"), self._core_words("list_verb")
+        if (
+            isinstance(seq[-1], Slot)
+            and isinstance(seq[-2], Word)
+            and seq[-2].text not in aux | lists
+            and not any(isinstance(a, Punct) for a in seq)
+        ):
+            atoms.insert(len(atoms) - 1, '[":"]')
+        if _word(seq[0]) in aux and "state_adv" in self.class_src:
+            atoms.insert(1, f"[{self.ref('state_adv')}]")
+        return " ".join(atoms)
 
     def slot_fields(self, seq: tuple[Atom, ...], default: str | None, where: str) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
@@ -307,6 +376,35 @@ class _Compiler:
         self.union("relative", "r", rels)
         self.union("pronoun", "q", pronouns)
 
+    def _core_words(self, name: str) -> frozenset[str]:
+        """The one-word entries of a class (empty when there is no such class)."""
+        if name not in self._words:
+            found: frozenset[str] = frozenset()
+            if name in self.class_src:
+                self._check_words(Ref(name), ("predicate",), f"classes.{name}")
+                found = frozenset(s[0].text for s in self.expanded(name) if len(s) == 1 and isinstance(s[0], Word))
+            self._words[name] = found
+        return self._words[name]
+
+    def forms(self, seqs: Iterable[tuple[Atom, ...]]) -> list[tuple[Atom, ...]]:
+        """A predicate's wordings without what :meth:`_body` writes for every predicate: a state adverb after an
+        opening auxiliary ("is currently {enum}" is "is {enum}") and a label colon before a final slot."""
+        aux, adv, lists = self._core_words("auxiliary"), self._core_words("state_adv"), self._core_words("list_verb")
+        out: list[tuple[Atom, ...]] = []
+        for seq in seqs:
+            if len(seq) > 2 and _word(seq[0]) in aux and _word(seq[1]) in adv:
+                seq = (seq[0], *seq[2:])
+            if (
+                len(seq) > 2
+                and seq[-2] == Punct(":")
+                and isinstance(seq[-1], Slot)
+                and isinstance(seq[-3], Word)
+                and seq[-3].text not in aux | lists
+            ):
+                seq = (*seq[:-2], seq[-1])
+            out.append(seq)
+        return list(dict.fromkeys(out))
+
     def predicates(self) -> None:
         entries: list[_Entry] = []
         for i, pred in enumerate(self.lex.predicates):
@@ -314,7 +412,7 @@ class _Compiler:
             for e in pred.entities:
                 if e not in self.lex.entities:
                     raise GrammarError(f"{where}: unknown entity {e!r}", location=where)
-            for seq in self.phrase_set(pred.forms, "predicate", where):
+            for seq in self.forms(self.phrase_set(pred.forms, "predicate", where)):
                 fields = self.slot_fields(seq, pred.field, where)
                 if any(isinstance(a, Slot) for a in seq) and not fields:
                     raise GrammarError(f"{where}: {_text(seq)!r} has a slot but no field to bind it to", location=where)
@@ -366,7 +464,7 @@ class _Compiler:
             for owner, lx in (("core.yaml", self.core), (self.where, self.lex)):
                 for j, p in enumerate(lx.sentence_class(cls)):
                     tree = self.parse(p, cls, f"{owner}:{cls}[{j}]")
-                    alts.append(_lark_expr(tree, self.ref))
+                    alts.append(_lark_expr(tree, self.ref, self.group))
             self.rules.append((cls, "\n    | ".join(alts) if alts else self.never(cls)))
         alts = []
         for j, st in enumerate(self.lex.statements):
@@ -374,7 +472,7 @@ class _Compiler:
             if st.entity is not None and st.entity not in self.lex.entities:
                 raise GrammarError(f"{where}: unknown entity {st.entity!r}", location=where)
             name = f"x{j}"
-            body = " | ".join(_lark_expr(self.parse(p, "statement", where), self.ref) for p in st.forms)
+            body = " | ".join(_lark_expr(self.parse(p, "statement", where), self.ref, self.group) for p in st.forms)
             self.rules.append((name, body))
             for e in st.witnesses:
                 if e not in self.lex.entities:
@@ -392,7 +490,7 @@ class _Compiler:
         while self.used_classes - done:
             name = sorted(self.used_classes - done)[0]
             done.add(name)
-            alts = [_lark_expr(t, self.ref) for t in self.class_trees(name)]
+            alts = list(dict.fromkeys(_lark_expr(t, self.ref, self.group) for t in self.class_trees(name)))
             self.rules.append((f"c_{name}", "\n    | ".join(alts)))
 
     def run(self, domain: str) -> Compiled:
@@ -420,16 +518,36 @@ class _Compiler:
             lines.append(f'{term}: "<{term.lower()}>"')
         source = "\n".join(lines) + "\n"
         return Compiled(
-            domain, source, self.meta, dict(self.lex.entities), attrs, hashlib.sha256(source.encode()).hexdigest()
+            domain,
+            source,
+            self.meta,
+            dict(self.lex.entities),
+            attrs,
+            hashlib.sha256(source.encode()).hexdigest(),
+            {name: key for key, name in self.groups.items()},
         )
 
 
-def compile_lexicon(domain: str, core: Lexicon, lexicon: Lexicon, core_lark: str, where: str) -> Compiled:
-    """The Lark source and rule meanings of a domain."""
-    return _Compiler(core, lexicon, core_lark, where).run(domain)
+def compile_lexicon(
+    domain: str,
+    core: Lexicon,
+    lexicon: Lexicon,
+    core_lark: str,
+    where: str,
+    inline: frozenset[tuple[str, ...]] = frozenset(),
+) -> Compiled:
+    """The Lark source and rule meanings of a domain; the word groups in ``inline`` are written out in place
+    instead of as shared rules (where sharing one would be an LALR conflict)."""
+    return _Compiler(core, lexicon, core_lark, where, inline).run(domain)
 
 
-def compile_files(domain: str, lexicon_path: Path, core_yaml: Path, core_lark: Path) -> Compiled:
+def compile_files(
+    domain: str,
+    lexicon_path: Path,
+    core_yaml: Path,
+    core_lark: Path,
+    inline: frozenset[tuple[str, ...]] = frozenset(),
+) -> Compiled:
     """:func:`compile_lexicon` over files."""
     from guard.shapes.lexicon import read_lexicon
 
@@ -441,7 +559,7 @@ def compile_files(domain: str, lexicon_path: Path, core_yaml: Path, core_lark: P
         text = core_lark.read_text(encoding="utf-8")
     except OSError as exc:
         raise GrammarError(f"cannot read {core_lark.name}: {exc.strerror}", location=str(core_lark)) from None
-    return compile_lexicon(domain, core, lex, text, lexicon_path.name)
+    return compile_lexicon(domain, core, lex, text, lexicon_path.name, inline)
 
 
 def claim_words(core: Lexicon) -> Mapping[str, str]:

@@ -26,6 +26,8 @@ class Conflict:
     """Rules that are complete before ``word``."""
     continuing: tuple[str, ...]
     """Rules that take ``word`` next."""
+    rules: tuple[str, ...] = ()
+    """The names of every rule involved (for the builder, which writes conflicting word groups out)."""
 
     def __str__(self) -> str:
         ends = " or ".join(self.ending)
@@ -43,7 +45,12 @@ def conflicts(source: str, start: str = "start", limit: int = 10) -> list[Confli
     """Up to ``limit`` conflicts of an LALR grammar (empty when it is LALR(1))."""
     grammar, _ = load_grammar(source, "<lexicon>", [], False)
     _terminals, rules, _ignore = grammar.compile([start], set())
-    analysis = LALR_Analyzer(ParserConf(rules, {}, [start]), debug=False, strict=False)
+    return analyse(LALR_Analyzer(ParserConf(rules, {}, [start]), debug=False, strict=False), limit)
+
+
+def analyse(analysis: LALR_Analyzer, limit: int | None = None) -> list[Conflict]:
+    """Run Lark's LALR analysis up to the lookaheads and list its conflicts (at most ``limit``); the caller may
+    go on to ``analysis.compute_lalr1_states()`` when there are none."""
     analysis.compute_lr0_states()
     analysis.compute_reads_relations()
     analysis.compute_includes_lookback()
@@ -52,19 +59,21 @@ def conflicts(source: str, start: str = "start", limit: int = 10) -> list[Confli
     seen: set[tuple[str, tuple[str, ...], tuple[str, ...]]] = set()
     for itemset in analysis.lr0_itemsets:
         for term, reducing in itemset.lookaheads.items():
-            shifting = sorted({_rule(i.rule) for i in itemset.closure if not i.is_satisfied and i.next == term})
-            if len(reducing) < 2 and not shifting:
+            going = [i.rule for i in itemset.closure if not i.is_satisfied and i.next == term]
+            if len(reducing) < 2 and not going:
                 continue
+            shifting = sorted({_rule(r) for r in going})
             kind = "reduce/reduce" if len(reducing) > 1 else "shift/reduce"
             ending = tuple(sorted(_rule(r) for r in reducing))
             key = (term.name, ending, tuple(shifting[:3]))
             if key in seen:
                 continue
             seen.add(key)
-            out.append(Conflict(kind, term.name, ending, tuple(shifting[:3])))
-            if len(out) >= limit:
+            names = tuple(sorted({r.origin.name for r in [*reducing, *going]}))
+            out.append(Conflict(kind, term.name, ending, tuple(shifting[:3]), names))
+            if limit is not None and len(out) >= limit:
                 return out
     return out
 
 
-__all__ = ["Conflict", "conflicts"]
+__all__ = ["Conflict", "conflicts", "analyse"]

@@ -117,7 +117,10 @@ def _rules(source: str) -> list[tuple[str, str]]:
     return rules
 
 
-_ATOM = regex.compile(r'/(?:[^/\\\n]|\\.)+/i|"(?:[^"\\\n]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*')
+_ATOM = regex.compile(
+    r'/(?:[^/\\\n]|\\.)+/i|"(?:[^"\\\n]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*'
+    r'|\[(?:[A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*")\]'
+)
 
 
 def _factored(body: str) -> str:

@@ -21,7 +21,7 @@ PATTERNS = (
         "other sentences",
         "[<greet> ,] (<courtesy> | <contact> | <instruction> | <discourse> | <ack> | <hedge> | <procedure>) [.]",
     ),
-    ("sign-off", "<sign_off> ,  then  <signature>"),
+    ("sign-off", "<sign_off> , [<signature>]  or  <signature> on its own line"),
 )
 """The composition of core's compose.lark, in words (SUBJECT: [your | the | this] NOUN [id] [modifier])."""
 

@@ -278,3 +278,78 @@ def test_a_state_may_name_several_witnesses_any_one_of_which_proves_it(tmp_path)
         assert findings == [] and list(witnessed) == [claim.key]
     findings, _ = bind(report.bindings, [C("s", "parcel", "status", "lost")], text, report.findings)
     assert [f.code for f in findings] == ["S208"]
+
+
+# -- general phrasing from core (issue 15): state adverbs, labels, hedges, signatures -----------------------
+GENERAL_TYPES = {**TYPES, "agent": "string"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Order {order_id} is now {status}.",
+        "The parcel is currently {status}.",
+        "Shipped on: {ship_date}",
+        "Your order {order_id} shipped on: {ship_date}.",
+        "I couldn't verify the total for order {order_id}, so I haven't given one.",
+        "We don't have the total for your order at the moment.",
+        "I wasn't able to check the total for your order right now.",
+        "We're unable to verify the total for your order, so we've left it out.",
+        "I couldn't find a record of order {order_id}.",
+        "Kind regards, Customer Care Team",
+        "Best regards, {agent}",
+        "On behalf of the Returns Department",
+        "Dear Member,",
+        "We apologise for any inconvenience caused.",
+        "Glad we could help!",
+        "You're all set.",
+    ],
+)
+def test_general_phrasing_comes_from_core_classes(orders, text):
+    report = check_template(text, orders, GENERAL_TYPES)
+    assert not [f for f in report.findings if f.severity is Severity.ERROR], [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Your order {order_id} is still {status}.",
+        "Your order {order_id} has already shipped on {ship_date}.",
+        "Order {order_id} is currently {status} because of the weather.",
+        "Shipped early on: {ship_date}",
+        "Contains: two items",
+        "I couldn't verify the total, so it will probably be about the same.",
+        "I don't have the total yet, but it should arrive tomorrow.",
+        "Kind regards, the fastest team",
+        "We apologise for the delay caused by the courier.",
+        "Glad we could help you save money!",
+    ],
+)
+def test_claims_inside_the_general_frames_are_refused(orders, text):
+    report = check_template(text, orders, GENERAL_TYPES)
+    assert [f for f in report.findings if f.severity is Severity.ERROR], text
+
+
+def test_the_compiler_writes_state_adverbs_and_labels_for_every_predicate(tmp_path):
+    """No form of PARCELS writes an adverb or a colon: both come from core."""
+    (tmp_path / "parcels.yaml").write_text(
+        PARCELS + "  - entity: parcel\n    field: parcel.dispatched_at\n"
+        '    forms: ["(left | was sent from) our depot on {date}"]\n'
+    )
+    lib = load_library("parcels", tmp_path)
+    types = {"d": "date"}
+    for text in (
+        "Your parcel has now been dispatched.",
+        "Your parcel has currently been dispatched.",
+        "Your parcel was sent from our depot on {d}.",
+        "Your parcel was now sent from our depot on {d}.",
+        "Left our depot on: {d}",
+    ):
+        assert lib.parse(text, types) is not None, text
+    for text in (
+        "Your parcel has just been dispatched.",
+        "Your parcel has usually been dispatched.",
+        "Your parcel left now our depot on {d}.",
+        "Has been: dispatched",
+    ):
+        assert lib.parse(text, types) is None, text

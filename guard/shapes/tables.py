@@ -1,0 +1,218 @@
+"""A domain's LALR(1) parser: built once from the compiled lexicon, cached on disk by guard, assembled fast.
+
+Building. The compiler writes each group of word alternatives as one shared rule, which keeps the grammar
+(and so the table and the time to read it) small. Where sharing a group makes the grammar not LALR(1) (two
+groups, or a group and a literal, that end on the same words in one place), the group is written out in place
+and the table built again; what is left is a conflict of the lexicon itself, reported with both rules.
+
+Caching. Lark's own cache reads every rule and table entry back through its generic deserialiser: 2 s for
+orders and 6 s for travel. guard stores the compiled lexicon, Lark's rules and terminals with pickle and the
+table as plain integers with marshal, and assembles the Lark parser from them without building anything.
+``tests/shapes/test_tables.py`` checks that the assembled parser has the table Lark builds itself with
+``strict=True`` (the reference) and parses the same sentences.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import marshal
+import os
+import pickle
+import re
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import lark
+from lark.common import LexerConf, ParserConf
+from lark.lark import LarkOptions
+from lark.load_grammar import load_grammar
+from lark.parse_tree_builder import ParseTreeBuilder
+from lark.parser_frontends import ParsingFrontend
+from lark.parsers.lalr_analysis import IntParseTable, LALR_Analyzer, Reduce, Shift
+from lark.parsers.lalr_parser import LALR_Parser, _Parser
+from lark.tree import Tree
+
+from guard.errors import GrammarError
+from guard.shapes.compiler import Compiled
+from guard.shapes.conflicts import Conflict, analyse
+
+_log = logging.getLogger("guard.shapes")
+FORMAT = 2
+"""Bumped whenever what the cache holds, or how :func:`build` writes groups out, changes (this module is not part
+of the cache key, so that its formatting does not cost a rebuild)."""
+MAX_ROUNDS = 8
+"""Rebuilds allowed while writing conflicting word groups out in place."""
+
+
+def options(lexer: type, starts: Iterable[str]) -> dict[str, Any]:
+    """The Lark options every sentence library is built with (the reference build uses the same)."""
+    return {
+        "parser": "lalr",
+        "lexer": lexer,
+        "strict": True,
+        "maybe_placeholders": False,
+        "start": list(starts),
+    }
+
+
+def reference(source: str, lexer: type, starts: Iterable[str]) -> lark.Lark:
+    """Lark building the parser itself, strictly: what :func:`build` must agree with."""
+    return lark.Lark(source, **options(lexer, starts))
+
+
+def build(
+    compile_with: Callable[[frozenset[tuple[str, ...]]], Compiled], lexer: type, starts: Iterable[str], where: str
+) -> tuple[Compiled, dict[str, Any]]:
+    """Compile and analyse until no shared word group is in a conflict; the compiled lexicon and the parts
+    :func:`assemble` needs. A conflict that involves no word group is a ``GrammarError`` naming both rules."""
+    starts = list(starts)
+    inline: frozenset[tuple[str, ...]] = frozenset()
+    for _ in range(MAX_ROUNDS):
+        compiled = compile_with(inline)
+        try:
+            grammar, _ = load_grammar(compiled.source, "<lexicon>", [], False)
+            terminals, rules, _ignore = grammar.compile(starts, set())
+        except lark.exceptions.LarkError as exc:
+            first = " ".join(str(exc).strip().split())[:300]
+            raise GrammarError(f"{where} could not be compiled: {first}", location=where) from None
+        analysis = LALR_Analyzer(ParserConf(rules, {}, starts), debug=False, strict=False)
+        found = analyse(analysis)
+        if not found:
+            analysis.compute_lalr1_states()
+            return compiled, _parts(rules, terminals, analysis.parse_table)
+        groups = {n for c in found for n in c.rules if n in compiled.groups}
+        _log.debug("%s: %d conflicts, writing out %s", where, len(found), sorted(groups))
+        if not groups:
+            raise GrammarError(f"{where} is not LALR(1): {'; '.join(map(str, found[:5]))}", location=where)
+        inline |= {compiled.groups[n] for n in groups}
+    raise GrammarError(f"{where}: word groups still conflict after {MAX_ROUNDS} rounds", location=where)
+
+
+def _parts(rules: list[Any], terminals: list[Any], table: Any) -> dict[str, Any]:
+    index = {r: i for i, r in enumerate(rules)}
+    states = [
+        marshal.dumps({t: (0, a) if act is Shift else (1, index[a]) for t, (act, a) in table.states[s].items()})
+        for s in range(len(table.states))
+    ]
+    return {
+        "rules": rules,
+        "terminals": terminals,
+        "table": marshal.dumps((states, table.start_states, table.end_states)),
+    }
+
+
+class _States(dict[int, dict[str, tuple[Any, Any]]]):
+    """The parse table's states, each decoded the first time the parser enters it (a sentence visits a few
+    dozen of tens of thousands)."""
+
+    def __init__(self, blobs: list[bytes], rules: list[Any]) -> None:
+        super().__init__()
+        self.blobs, self.rules = blobs, rules
+
+    def __missing__(self, state: int) -> dict[str, tuple[Any, Any]]:
+        rules = self.rules
+        acts = {
+            t: (Shift, a) if k == 0 else (Reduce, rules[a]) for t, (k, a) in marshal.loads(self.blobs[state]).items()
+        }
+        self[state] = acts
+        return acts
+
+    def decoded(self) -> dict[int, dict[str, tuple[Any, Any]]]:
+        """Every state (for tests and tools that walk the whole table)."""
+        return {s: self[s] for s in range(len(self.blobs))}
+
+
+class _Callbacks(dict[Any, Any]):
+    """Lark's tree-building callbacks, made for a rule the first time it is reduced (as ``Lark`` makes them
+    for every rule up front)."""
+
+    def __bool__(self) -> bool:
+        return True  # Lark's parser builds no tree when its callbacks are empty
+
+    def __missing__(self, rule: Any) -> Any:
+        made = ParseTreeBuilder([rule], Tree).create_callback(None)[rule]
+        self[rule] = made
+        return made
+
+
+def assemble(parts: dict[str, Any], lexer: type, starts: Iterable[str]) -> lark.Lark:
+    """A Lark parser from stored rules, terminals and table, set up as ``Lark.__init__`` and Lark's own cache
+    loader set one up, without building or deserialising anything up front."""
+    rules = parts["rules"]
+    blobs, start_states, end_states = marshal.loads(parts["table"])
+    table = IntParseTable(_States(blobs, rules), start_states, end_states)
+    inst = lark.Lark.__new__(lark.Lark)
+    inst.options = LarkOptions(options(lexer, starts))
+    inst.source_path = "<guard>"
+    inst.source_grammar = ""
+    inst.rules = rules
+    inst.terminals = parts["terminals"]
+    inst.ignore_tokens = []
+    inst._terminals_dict = {t.name: t for t in inst.terminals}
+    inst.lexer_conf = LexerConf(inst.terminals, re, [], None, {}, 0, use_bytes=False, strict=True)
+    inst.lexer_conf.lexer_type = lexer
+    inst._callbacks = _Callbacks()
+    parser_conf = ParserConf(rules, inst._callbacks, list(starts))
+    parser_conf.parser_type = "lalr"
+    lalr = LALR_Parser.__new__(LALR_Parser)
+    lalr._parse_table = table  # type: ignore[assignment]
+    lalr.parser_conf = parser_conf
+    lalr.parser = _Parser(table, inst._callbacks, False)
+    inst.parser = ParsingFrontend(inst.lexer_conf, parser_conf, inst.options, parser=lalr)
+    return inst
+
+
+def states(parser: lark.Lark) -> dict[int, dict[str, tuple[Any, Any]]]:
+    """Every state of a parser's table, whether Lark built it or :func:`assemble` did."""
+    table = parser.parser.parser._parse_table.states
+    return table.decoded() if isinstance(table, _States) else dict(table)
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("GUARD_CACHE_DIR") or os.path.join(tempfile.gettempdir(), f"guard-cache-{os.getuid()}")
+    path = Path(base)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def key(domain: str, files: Iterable[Path]) -> str:
+    """The cache key: the input files' bytes, guard's compiler and this format, and Lark's version."""
+    h = hashlib.sha256(f"{domain}\0{FORMAT}\0{lark.__version__}\0".encode())
+    for f in files:
+        try:
+            h.update(f.read_bytes())
+        except OSError:
+            h.update(b"\0missing\0")
+        h.update(b"\0")
+    for mod in ("compiler", "phrases", "lexicon"):
+        h.update(Path(__file__).with_name(f"{mod}.py").read_bytes())
+    return h.hexdigest()[:24]
+
+
+def read(path: Path) -> tuple[Compiled, dict[str, Any]] | None:
+    """A cached build, or None when there is none or it cannot be read (it is then rebuilt)."""
+    try:
+        with path.open("rb") as f:
+            data = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError, TypeError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return None
+    return data["compiled"], data["parts"]
+
+
+def write(path: Path, compiled: Compiled, parts: dict[str, Any]) -> None:
+    """Store a build atomically (a reader never sees half a file); a cache that cannot be written is skipped."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("wb") as f:
+            pickle.dump({"format": FORMAT, "compiled": compiled, "parts": parts}, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+__all__ = ["build", "assemble", "states", "reference", "options", "cache_dir", "key", "read", "write", "Conflict"]
