@@ -65,6 +65,9 @@ def _tokenize(template: str) -> tuple[list[Piece], list[Finding]]:
     findings: list[Finding] = []
     buf: list[str] = []
     i, n = 0, len(template)
+    # the next '}' and '{' after i, searched again only once i has passed them: each character is
+    # scanned a bounded number of times, so a run of unclosed braces costs linear, not quadratic, work
+    close = reopen = 0
     while i < n:
         ch = template[i]
         if ch == "{":
@@ -72,8 +75,10 @@ def _tokenize(template: str) -> tuple[list[Piece], list[Finding]]:
                 buf.append("{")
                 i += 2
                 continue
-            close = template.find("}", i + 1)
-            reopen = template.find("{", i + 1)
+            if close != -1 and close <= i:
+                close = template.find("}", i + 1)
+            if reopen != -1 and reopen <= i:
+                reopen = template.find("{", i + 1)
             if close == -1 or (reopen != -1 and reopen < close):
                 findings.append(
                     Finding.make(

@@ -1,0 +1,110 @@
+"""Issue 18: the free-text stage judges every character that is not a real slot, on any input, in linear time.
+
+Each test drives real parts: the shipped classifier, the payload's slot tokenizer and ``Guard.run`` on a
+SQLite database built by :mod:`guard.demo`.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from guard import demo
+from guard.decision import Action
+from guard.freetext.featurize import SLOT_CHAR, mask_slots
+from guard.linting.freetext import freetext_findings, load_classifier
+from guard.payload.slots import scan_template
+from guard.pipeline import Guard
+
+FREETEXT_ONLY = {
+    "domains": {"orders": {"stages": {"format": "enforce", "shape": "off", "freetext": "enforce", "ratio": "off"}}}
+}
+CLAIM = "You were refunded 500 pounds, twice the usual amount, because of the delay."
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    return load_classifier()
+
+
+# -- 1: only real slots are masked; escaped braces are literal text ------------------------------------------
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{" + CLAIM + "}}",
+        "{{{{" + CLAIM + "}}}}",
+        "{{ " + CLAIM + " }}",
+        "Note: {{" + CLAIM[:-1] + "}}.",
+    ],
+)
+def test_escaped_braces_are_judged_as_text(classifier, text):
+    """The renderer prints ``{{...}}`` as ``{...}``: the classifier must see the words, not a slot."""
+    plain = {f.code for f in freetext_findings(CLAIM, classifier)}
+    assert plain, "the plain claim must be flagged for this test to mean anything"
+    assert {f.code for f in freetext_findings(text, classifier)} == plain
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{order_id}}",
+        "{a.b}",
+        "{x[0]}",
+        "{0}",
+        "{refund of 500 pounds}",
+        "{{{x}}}",
+        "{ship_date}",
+        "{a}{{b}}{c}",
+    ],
+)
+def test_only_the_payloads_slots_are_masked(text):
+    """What the classifier masks is exactly what the payload's tokenizer takes for a slot, nothing else."""
+    masked = mask_slots(text)
+    assert len(masked) == len(text)
+    slots, _ = scan_template(text)
+    expect = [i for i, ch in enumerate(masked) if ch == SLOT_CHAR]
+    assert expect == [s.start for s in slots]
+    kept = set(range(len(text))) - {i for s in slots for i in range(s.start, s.end)}
+    assert all(masked[i] == text[i] for i in kept)
+
+
+def test_escaped_claim_is_refused_by_the_gate(sqlite_demo):
+    _, policy, store = sqlite_demo
+    g = Guard(policy, store, domain="orders", config=FREETEXT_ONLY)
+    p = copy.deepcopy(demo.payloads()["answer"])
+    assert g.run(p, principal=demo.PRINCIPAL, now=demo.NOW).action is Action.ANSWER
+    p["answer_template"] += " {{" + CLAIM + "}}"
+    d = g.run(p, principal=demo.PRINCIPAL, now=demo.NOW)
+    assert d.action is Action.REFUSE
+    assert {f.code for f in d.findings} & {"T301", "T302", "T303"}
+
+
+def test_slot_tokenizer_work_is_linear_in_unclosed_braces():
+    """``{a{a{a...`` once made the tokenizer scan to the end of the template at every brace."""
+    from guard.payload import slots as slots_module
+
+    counts = []
+    for n in (1000, 4000):
+        text = "{a" * n
+        calls = _count_finds(slots_module, text)
+        counts.append(calls)
+    assert counts[1] <= 4 * counts[0] + 8
+
+
+def _count_finds(module, text: str) -> int:
+    """Characters the tokenizer's searches pass over, counted through a str subclass (no timing)."""
+
+    class Counted(str):
+        scanned = 0
+
+        def find(self, sub, start=0, end=None):  # type: ignore[override]
+            pos = str.find(self, sub, start) if end is None else str.find(self, sub, start, end)
+            Counted.scanned += (len(self) if pos < 0 else pos + 1) - start
+            return pos
+
+        def startswith(self, *args, **kwargs):  # type: ignore[override]
+            return str.startswith(self, *args, **kwargs)
+
+    module._tokenize(Counted(text))
+    return Counted.scanned
