@@ -12,6 +12,7 @@ names are the contract with ``deploy/prometheus/guard-alerts.yml``::
     guard_prose_per_slot            (histogram of prose words per slot)
     guard_decision_latency_seconds{domain}  (histogram: the whole gate, parse to decision, per payload)
     guard_claim_latency_seconds{domain}     (histogram: the check stage, per claim)
+    guard_log_write_failures_total          (decisions returned whose event-log lines could not be written)
 
 Example::
 
@@ -103,6 +104,11 @@ class Metrics:
                 buckets=LATENCY_BUCKETS,
                 registry=self.registry,
             )
+            self.log_write_failures = Counter(
+                "guard_log_write_failures",
+                "Decisions returned whose event-log lines could not be written (full disk, closed log).",
+                registry=self.registry,
+            )
         except ValueError as exc:  # duplicate names on a shared registry, bad buckets
             raise DependencyError(f"cannot register guard metrics: {exc}") from exc
 
@@ -136,6 +142,10 @@ class Metrics:
         ms = event.get("latency_ms")
         if schema.finite(ms) and ms >= 0:
             histogram.labels(_label(event.get("domain"))).observe(ms / 1000)
+
+    def observe_log_failure(self) -> None:
+        """Count one decision whose log lines could not be written."""
+        self.log_write_failures.inc()
 
     def observe_lint_cache(self, hit: bool) -> None:
         """Count one lint-cache lookup of the gate."""
