@@ -143,7 +143,7 @@ class EventLog:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
             raise EventLogError(f"cannot open the event log: {exc.strerror}", location=str(self.path)) from exc
         self._pid = os.getpid()
@@ -158,7 +158,7 @@ class EventLog:
     def _reopen_log(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
     def _current_size(self) -> int:
         """Size of the file at ``path``, reopening it if another process rotated it away."""
@@ -230,15 +230,34 @@ class EventLog:
                 size = self._current_size()
                 if self.max_bytes and self.backup_count and size and size + len(line) > self.max_bytes:
                     self._rotate()
-                written = os.write(self._fd, line)
-                if written < len(line):  # rare on a regular file (a signal, a full disk): finish under the lock
-                    view = memoryview(line)[written:]
-                    while view:
-                        view = view[os.write(self._fd, view) :]
+                    size = os.fstat(self._fd).st_size
+                if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                    # a line left partial (a writer killed mid-line, a truncation that failed): end it, so
+                    # readers count one malformed line and this one is read whole
+                    line = b"\n" + line
+                self._write_whole(line, size)
             finally:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         except OSError as exc:
             raise EventLogError(f"cannot write the event log: {exc.strerror}", location=str(self.path)) from exc
+
+    def _write_whole(self, line: bytes, size: int) -> None:
+        """Write all of ``line`` at the end of a file ``size`` bytes long, or nothing of it.
+
+        A regular file takes part of a write only when it is full (or a signal interrupts): the rest is
+        written under the same lock, and if that fails the file is cut back to ``size``, so the next
+        successful write is not glued onto half a line.
+        """
+        assert self._fd is not None
+        view = memoryview(line)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError:
+            if len(view) < len(line):
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, size)
+            raise
 
     def close(self) -> None:
         with self._thread_lock:
