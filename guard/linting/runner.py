@@ -154,10 +154,13 @@ def _lenient(payload: Any) -> tuple[str | None, dict[str, str]]:
     if not isinstance(data, dict) or not isinstance(data.get("answer_template"), str):
         return None, {}
     known = {t.value for t in ClaimType}
+    claims = data.get("claims")
+    # the payload failed validation: any part of it may be any JSON value, so read only what has the right type
     types = {
         c["key"]: c["type"]
-        for c in data.get("claims") or []
-        if isinstance(c, dict) and isinstance(c.get("key"), str) and c.get("type") in known
+        for c in (claims if isinstance(claims, list) else [])
+        if isinstance(c, dict) and isinstance(c.get("key"), str) and isinstance(c.get("type"), str)
+        if c["type"] in known
     }
     return data["answer_template"], types
 
