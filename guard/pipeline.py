@@ -578,9 +578,21 @@ class Guard:
             if self.log is not None:
                 self._log_failed(_emit(self.log, events))
             if self.metrics is not None:
-                for e in events:
-                    self.metrics.observe(self._metric_labels(e))
+                self._count(events)
         return decision
+
+    def _count(self, events: list[Any]) -> None:
+        """Feed the metrics; a metrics store that fails (its multiprocess folder removed) does not lose the
+        decision either, and is reported as a ``RuntimeWarning``."""
+        try:
+            for e in events:
+                self.metrics.observe(self._metric_labels(e))
+        except Exception as exc:  # the caller's metrics object, or prometheus_client's files
+            warnings.warn(
+                f"guard could not count the decision in its metrics ({type(exc).__name__}: {exc})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def _log_failed(self, failed: Exception | None) -> None:
         """Count and report a log write that failed; the decision is returned all the same."""
@@ -761,8 +773,7 @@ class AsyncGuard:
             if g.log is not None:
                 g._log_failed(await asyncio.to_thread(_emit, g.log, events))
             if g.metrics is not None:
-                for e in events:
-                    g.metrics.observe(g._metric_labels(e))
+                g._count(events)
         return decision
 
     async def verify(
