@@ -8,10 +8,12 @@ from guard.linting.runner import LintContext
 
 
 def check(ctx: LintContext) -> list[Finding]:
-    """F1xx: unsafe slots; with a payload, claims no slot uses."""
+    """F1xx: unsafe slots and invisible format characters; with a payload, claims no slot uses."""
     from guard.payload import scan_template, unused_claims
+    from guard.payload.slots import format_characters
 
     ctx.slots, found = scan_template(ctx.template)
+    found = found + format_characters(ctx.template)
     if ctx.payload is not None:
         found = found + unused_claims(ctx.payload)
     return found
@@ -25,7 +27,7 @@ STAGE = register(
     Stage(
         "format",
         build,
-        codes=("F101", "F102", "F103", "F104", "F105", "F106", "F107", "F108", "F109"),
+        codes=("F101", "F102", "F103", "F104", "F105", "F106", "F107", "F108", "F109", "F110"),
         refusal="it uses a placeholder that is not allowed",
         default_mode=Mode.ENFORCE,
         required=True,

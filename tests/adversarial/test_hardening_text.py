@@ -7,6 +7,7 @@ SQLite database built by :mod:`guard.demo`.
 from __future__ import annotations
 
 import copy
+import unicodedata
 
 import pytest
 
@@ -108,3 +109,54 @@ def _count_finds(module, text: str) -> int:
 
     module._tokenize(Counted(text))
     return Counted.scanned
+
+
+# -- 5: format characters are refused; confusable letters are read as the letters they imitate --------------
+CHECKER_ONLY = {
+    "domains": {"orders": {"stages": {"format": "enforce", "shape": "off", "freetext": "off", "ratio": "off"}}}
+}
+FORMAT_CHARACTERS = ["\u202e", "\u202a", "\u2066", "\u200e", "\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\U000e0041"]
+
+
+@pytest.mark.parametrize("ch", FORMAT_CHARACTERS, ids=[f"U+{ord(c):04X}" for c in FORMAT_CHARACTERS])
+def test_format_character_in_a_template_is_refused_even_with_the_prose_stages_off(sqlite_demo, ch):
+    _, policy, store = sqlite_demo
+    p = copy.deepcopy(demo.payloads()["answer"])
+    p["answer_template"] = p["answer_template"].replace("{eta}", ch + "{eta}" + ch)
+    g = Guard(policy, store, domain="orders", config=CHECKER_ONLY)
+    d = g.run(p, principal=demo.PRINCIPAL, now=demo.NOW)
+    assert d.action is Action.REFUSE and {f.code for f in d.findings} == {"F110"}
+    found = next(f for f in d.findings if f.code == "F110")
+    assert p["answer_template"][found.location.start] == ch
+    from guard.pipeline import verify
+
+    assert verify(p, policy, store, principal=demo.PRINCIPAL, now=demo.NOW).action is Action.REFUSE
+
+
+def test_a_run_of_format_characters_is_one_finding():
+    from guard.payload.slots import format_characters
+
+    found = format_characters("a\u202e\u200b\u2066b c\u202ed")
+    assert [(f.location.start, f.location.end) for f in found] == [(1, 4), (7, 8)]
+
+
+def test_format_character_findings_are_linear_in_the_template():
+    from guard.payload.slots import format_characters
+
+    assert len(format_characters("\u202ea " * 50_000)) == 50_000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It arrived l\u0430ter th\u0430n expected.",  # Cyrillic a
+        "It arrived ｌａｔｅｒ than expected.",  # full width
+        "It arrived la\u200bter than expected.",  # zero-width space
+        "We refunded \U0001d7d3\U0001d7ce pounds.",  # mathematical digits
+    ],
+)
+def test_confusable_letters_do_not_hide_a_claim(classifier, text):
+    plain = unicodedata.normalize("NFKC", text).replace("\u0430", "a").replace("\u200b", "")
+    expected = {f.code for f in freetext_findings(plain, classifier)}
+    assert expected, "the plain sentence must be flagged for this test to mean anything"
+    assert {f.code for f in freetext_findings(text, classifier)} == expected
