@@ -160,3 +160,84 @@ def test_confusable_letters_do_not_hide_a_claim(classifier, text):
     expected = {f.code for f in freetext_findings(plain, classifier)}
     assert expected, "the plain sentence must be flagged for this test to mean anything"
     assert {f.code for f in freetext_findings(text, classifier)} == expected
+
+
+# -- 15: every stage's work grows linearly with the template; lint has a size limit --------------------------
+def guard_lines(fn, *args, **kwargs) -> int:
+    """Lines of guard's own Python executed by ``fn(*args)``: a count of work that does not depend on the
+    machine's speed (library code in C, such as regex and spaCy, is measured by the benchmarks instead)."""
+    import os
+    import sys
+
+    import guard
+
+    root = os.path.dirname(guard.__file__)
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        if not frame.f_code.co_filename.startswith(root):
+            return None
+        if event == "line":
+            count += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        fn(*args, **kwargs)
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def grows_linearly(make, fn, sizes=(250, 1000), slack: float = 1.25) -> None:
+    small, large = (guard_lines(fn, make(n)) for n in sizes)
+    factor = sizes[1] / sizes[0]
+    assert large <= slack * factor * small + 50, f"{small} lines at {sizes[0]}, {large} at {sizes[1]}"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: "Order {a} shipped. " * n,
+        lambda n: "Order {a} {b} {c} and {d} " * n + ".",
+        lambda n: "We are sorry. " * n + "{a}" * n,
+        lambda n: ".," * (4 * n),
+        lambda n: "{" * (4 * n),
+        lambda n: "{a" * (2 * n),
+    ],
+    ids=["sentences-with-slots", "slots-in-one-sentence", "prose-then-slots", "punctuation", "braces", "unclosed"],
+)
+def test_ratio_measure_work_is_linear_in_the_template(make):
+    from guard.linting.ratio import measure
+
+    grows_linearly(make, measure)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda n: "Order {a} shipped. " * n, lambda n: "{a}" * (2 * n), lambda n: "\u202ea {" * n],
+    ids=["sentences", "slots", "format-characters"],
+)
+def test_format_stage_work_is_linear_in_the_template(make):
+    from guard.linting import format as format_stage
+    from guard.linting.runner import LintContext
+
+    grows_linearly(make, lambda t: format_stage.check(LintContext(t, "orders", {})))
+
+
+def test_lint_refuses_a_template_over_the_payload_limit(tmp_path, capsys):
+    from guard.cli.main import main
+    from guard.errors import PayloadError
+    from guard.linting.runner import lint
+    from guard.payload import Limits
+
+    limit = Limits().max_template_chars
+    lint("a" * limit, domain="orders", stages=[])  # at the limit: linted
+    with pytest.raises(PayloadError, match=str(limit)):
+        lint("a" * (limit + 1), domain="orders")
+    f = tmp_path / "big.txt"
+    f.write_text("We are sorry. " * 10_000, encoding="utf-8")
+    assert main(["lint", "--domain", "orders", str(f)]) == 1
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and str(limit) in out.out + out.err
