@@ -85,7 +85,7 @@ def read_corpus(path: str | Path, *, check_splits: bool = True) -> list[Example]
     seen: dict[str, str] = {}
     for f in corpus_files(path):
         try:
-            lines = split_lines(f.read_text(encoding="utf-8-sig"))
+            lines = split_lines(f.read_bytes().decode("utf-8-sig"))  # bytes: text mode would split at a bare CR
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(Problem("corpus.unreadable", f"cannot read: {exc}", str(f)))
             continue

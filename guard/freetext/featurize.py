@@ -51,7 +51,8 @@ def mask_slots(text: str) -> str:
     slots, _ = scan_template(text)
     if not slots:
         return text
-    out, at = [], 0
+    out: list[str] = []
+    at = 0
     for s in slots:
         out += (text[at : s.start], SLOT_CHAR, " " * (s.end - s.start - 1))
         at = s.end

@@ -93,7 +93,9 @@ def _loggable(value: Any, depth: int) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, float | str):
         return value
     if isinstance(value, int):
-        return value if value.bit_length() < 13_000 else f"<integer of about {int(value.bit_length() * 0.30103)} digits>"
+        return (
+            value if value.bit_length() < 13_000 else f"<integer of about {int(value.bit_length() * 0.30103)} digits>"
+        )
     try:
         return str(value)
     except Exception:  # a value whose str() raises is described by its type only

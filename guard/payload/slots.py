@@ -240,4 +240,13 @@ def _layout(template: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[int,
     return tuple(literals), tuple(names), tuple(starts)
 
 
-__all__ = ["NAME", "Slot", "Piece", "scan_template", "format_characters", "template_pieces", "substitute", "substitute_in_order"]
+__all__ = [
+    "NAME",
+    "Slot",
+    "Piece",
+    "scan_template",
+    "format_characters",
+    "template_pieces",
+    "substitute",
+    "substitute_in_order",
+]

@@ -90,9 +90,8 @@ class Watchdog:
 
 def _cut(fd: int) -> None:
     """Shut the socket down (through a duplicate, so the driver's descriptor stays its own to close)."""
-    with contextlib.suppress(OSError):
-        with socket.socket(fileno=os.dup(fd)) as dup:
-            dup.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError), socket.socket(fileno=os.dup(fd)) as dup:
+        dup.shutdown(socket.SHUT_RDWR)
 
 
 WATCHDOG = Watchdog()

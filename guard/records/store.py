@@ -765,9 +765,8 @@ class RecordStore:
         disconnected is invalidated, so the pool does not hand it out again.
         """
         if self._instrumented():
-            with self.engine.connect() as conn:
-                with self._deadline(conn.connection.dbapi_connection):
-                    return conn.exec_driver_sql(sql, params).fetchall()
+            with self.engine.connect() as conn, self._deadline(conn.connection.dbapi_connection):
+                return conn.exec_driver_sql(sql, params).fetchall()
         try:
             raw = self.engine.raw_connection()
         except self._dbapi_error as exc:

@@ -143,9 +143,8 @@ def tiny_disk(tmp_path):
         filler = folder / "filler"
 
         def fill() -> None:
-            with open(filler, "wb") as f:
-                with contextlib.suppress(OSError):
-                    f.write(b"x" * shutil.disk_usage(folder).free)
+            with open(filler, "wb") as f, contextlib.suppress(OSError):
+                f.write(b"x" * shutil.disk_usage(folder).free)
 
         try:
             yield folder, fill, filler.unlink

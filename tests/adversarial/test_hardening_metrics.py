@@ -28,7 +28,11 @@ def in_worker(folder: Path, code: str) -> dict:
     """Run ``code`` in a fresh interpreter in multiprocess mode; it prints one JSON object."""
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(folder), "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-W", "always", "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-W", "always", "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     return {**json.loads(done.stdout.strip().splitlines()[-1]), "stderr": done.stderr}

@@ -76,8 +76,12 @@ def relayed(tmp_path_factory):
     demo.build(url, n_orders=50, n_customers=20)
     u = sa.make_url(url)
     relay = Relay((u.host or "127.0.0.1", u.port or 5432))
-    store = RecordStore(u.set(host="127.0.0.1", port=relay.port).render_as_string(hide_password=False),
-                        demo.policy(), statement_timeout=1.0, connect_timeout=2.0)
+    store = RecordStore(
+        u.set(host="127.0.0.1", port=relay.port).render_as_string(hide_password=False),
+        demo.policy(),
+        statement_timeout=1.0,
+        connect_timeout=2.0,
+    )
     yield relay, store
     relay.forwarding.set()
     store.close()

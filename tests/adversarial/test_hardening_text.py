@@ -115,7 +115,18 @@ def _count_finds(module, text: str) -> int:
 CHECKER_ONLY = {
     "domains": {"orders": {"stages": {"format": "enforce", "shape": "off", "freetext": "off", "ratio": "off"}}}
 }
-FORMAT_CHARACTERS = ["\u202e", "\u202a", "\u2066", "\u200e", "\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\U000e0041"]
+FORMAT_CHARACTERS = [
+    "\u202e",
+    "\u202a",
+    "\u2066",
+    "\u200e",
+    "\u200b",
+    "\u200d",
+    "\u2060",
+    "\ufeff",
+    "\u00ad",
+    "\U000e0041",
+]
 
 
 @pytest.mark.parametrize("ch", FORMAT_CHARACTERS, ids=[f"U+{ord(c):04X}" for c in FORMAT_CHARACTERS])

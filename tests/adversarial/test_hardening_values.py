@@ -8,8 +8,8 @@ Prometheus metrics, the event log and ``guard monitor``.
 from __future__ import annotations
 
 import copy
-from decimal import Decimal
 import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
