@@ -23,6 +23,7 @@ from guard.decision import Action, Decision
 from guard.errors import GuardError, PayloadError
 from guard.linting import lint
 from guard.payload import load_payload, template_pieces
+from guard.payload.slots import format_characters
 from guard.pipeline import Guard, verify
 from guard.records.checker import Status
 
@@ -153,7 +154,9 @@ def test_verify_answers_true_payloads_built_from_the_database(records, payload):
         d = verify(p, policy, records.store, principal=demo.PRINCIPAL, now=demo.NOW)
     except PayloadError:
         return
-    if fixed:
+    if fixed and format_characters(p["answer_template"]):  # invisible format characters make it unsafe (F110)
+        assert d.action is Action.REFUSE and {f.code for f in d.findings} == {"F110"}
+    elif fixed:
         assert d.action is Action.ANSWER
     assert_sound(records, p, d, demo.PRINCIPAL)
 
