@@ -90,7 +90,8 @@ def assert_sound(records, payload: dict[str, Any], d: Decision, principal: Any) 
     if statuses and all(s is Status.CONFIRMED for s in statuses):
         assert d.action is Action.ANSWER
     if d.action is Action.REGENERATE:
-        assert Status.CONTRADICTED in statuses
+        assert Status.CONTRADICTED in statuses or Status.MALFORMED in statuses
+        assert set(d.contradicted) == {r.key for r in d.results if r.status in (Status.CONTRADICTED, Status.MALFORMED)}
         for key, fact in d.facts.items():
             c = next(c for c in payload["claims"] if c["key"] == key)
             assert fact["text"] == records.shown(c["entity"], c["entity_id"], c["field"], principal)
