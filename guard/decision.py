@@ -21,7 +21,9 @@ from guard.records.formatting import Formatter, format_value, formatter, to_json
 from guard.records.policy import Policy, readable_name
 
 _status = attrgetter("status")
-_CONFIRMED, _CONTRADICTED = Status.CONFIRMED, Status.CONTRADICTED
+_CONFIRMED, _CONTRADICTED, _MALFORMED = Status.CONFIRMED, Status.CONTRADICTED, Status.MALFORMED
+_REWRITE = (_CONTRADICTED, _MALFORMED)
+"""Statuses the model can fix from the facts: a wrong value, or one that is not a value of its type."""
 
 
 def _answer_parts(
@@ -147,12 +149,13 @@ def decide(
     request_id: str | None = None,
     findings: tuple[Finding, ...] | list[Finding] = (),
 ) -> Decision:
-    """Answer when every claim is confirmed; regenerate when any is contradicted; otherwise refuse."""
+    """Answer when every claim is confirmed; regenerate when any is contradicted or malformed (``contradicted``
+    then lists the keys of both, the values to rewrite from the facts); otherwise refuse."""
     rid = request_id or secrets.token_hex(16)
     common = _Common(request_id=rid, results=tuple(results), warnings=tuple(warnings), findings=tuple(findings))
     statuses = list(map(_status, results))
-    if _CONTRADICTED in statuses:
-        contradicted = [r for r in results if r.status is _CONTRADICTED]
+    if _CONTRADICTED in statuses or _MALFORMED in statuses:
+        contradicted = [r for r in results if r.status in _REWRITE]
         facts: dict[str, dict[str, Any]] = {}
         for r in results:
             if not r.resolved:

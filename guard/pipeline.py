@@ -15,6 +15,7 @@ import asyncio
 import secrets
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
@@ -357,12 +358,29 @@ def _events(
     return events
 
 
-def _emit(log: Any, events: list[Any]) -> None:
-    if hasattr(log, "emit_many"):
-        log.emit_many(events)
-    else:
-        for e in events:
-            log.emit(e)
+def _emit(log: Any, events: list[Any]) -> Exception | None:
+    """Hand the events to the log; the failure, if any, is returned, never raised.
+
+    A decision must not be lost because its log line could not be written (a full disk, a closed
+    log, a failing sink of the caller's own): the caller returns the decision and counts the failure.
+    """
+    try:
+        if hasattr(log, "emit_many"):
+            log.emit_many(events)
+        else:
+            for e in events:
+                log.emit(e)
+    except Exception as exc:  # any sink, including the caller's own: the decision stands
+        return exc
+    return None
+
+
+def _warn_log_failure(exc: Exception) -> None:
+    warnings.warn(
+        f"guard could not write the event log ({type(exc).__name__}: {exc}); the decision was returned unlogged",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 _VERIFY_STAGES: list[tuple[str, Check]] = [("format", format_stage.check)]
@@ -401,7 +419,7 @@ def verify(
         request_id=request_id or secrets.token_hex(16),
     )
     if log is not None:
-        _emit(
+        failed = _emit(
             log,
             _events(
                 decision,
@@ -414,6 +432,8 @@ def verify(
                 include_values=bool(getattr(log, "include_values", False)),
             ),
         )
+        if failed is not None:
+            _warn_log_failure(failed)
     return decision
 
 
@@ -507,6 +527,9 @@ class Guard:
         self.log = log
         self.log_payloads = log_payloads
         self.metrics = metrics
+        self.log_failures = 0
+        """Decisions whose log lines could not be written (also ``guard_log_write_failures_total``)."""
+        self._failures_lock = threading.Lock()
 
     def lint_template(self, template: str, slot_types: Mapping[str, str], payload: Payload | None = None) -> LintResult:
         """The gate's stages on one template, computed once per (domain, template, slot types)."""
@@ -539,7 +562,9 @@ class Guard:
     ) -> Decision:
         """Lint, then (unless an enforced stage failed) check, decide and render; log and count the result.
 
-        Raises only :class:`guard.errors.PayloadError` for a payload that cannot be read.
+        Raises only :class:`guard.errors.PayloadError` for a payload that cannot be read. A log line that
+        cannot be written does not lose the decision: it is counted in :attr:`log_failures` and the
+        metrics, and reported as a ``RuntimeWarning``.
         """
         t0 = time.perf_counter()
         p = load_payload(payload, self.limits)
@@ -558,7 +583,7 @@ class Guard:
         )
         events = self._account(decision, p, lint, principal, t0)
         if events:
-            _emit(self.log, events)
+            self._log_failed(_emit(self.log, events))
         return decision
 
     def _account(
@@ -581,9 +606,31 @@ class Guard:
             include_values=bool(getattr(self.log, "include_values", False)),
         )
         if self.metrics is not None:
+            self._count(events)
+        return events if self.log is not None else []
+
+    def _count(self, events: list[Any]) -> None:
+        """Feed the metrics; a metrics store that fails (its multiprocess folder removed) does not lose the
+        decision either, and is reported as a ``RuntimeWarning``."""
+        try:
             for e in events:
                 self.metrics.observe(self._metric_labels(e))
-        return events if self.log is not None else []
+        except Exception as exc:  # the caller's metrics object, or prometheus_client's files
+            warnings.warn(
+                f"guard could not count the decision in its metrics ({type(exc).__name__}: {exc})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+    def _log_failed(self, failed: Exception | None) -> None:
+        """Count and report a log write that failed; the decision is returned all the same."""
+        if failed is None:
+            return
+        with self._failures_lock:
+            self.log_failures += 1
+        if self.metrics is not None and hasattr(self.metrics, "observe_log_failure"):
+            self.metrics.observe_log_failure()
+        _warn_log_failure(failed)
 
     def _metric_labels(self, e: Mapping[str, Any]) -> Mapping[str, Any]:
         """Metric labels come from the policy only: a model naming a new entity or field per request would
@@ -746,7 +793,7 @@ class AsyncGuard:
         )
         events = g._account(decision, p, lint, principal, t0)
         if events:
-            await asyncio.to_thread(_emit, g.log, events)
+            g._log_failed(await asyncio.to_thread(_emit, g.log, events))
         return decision
 
     async def verify(

@@ -10,6 +10,7 @@ from typing import Any
 
 from guard._files import read_utf8
 from guard.errors import ConfigError, FileError, OptionError
+from guard.textutil import split_lines
 from guard.timeutil import parse_time
 
 
@@ -21,12 +22,7 @@ def read_text(path: str) -> str:
 
 
 def read_lines(path: str) -> list[str]:
-    """The lines of a file or of standard input, split on line feeds only (a CRLF ending is one line feed).
-
-    ``str.splitlines`` and text-mode reading also break at a bare CR, NEL, U+2028, form feed and the
-    separators U+001C to U+001E, so a line holding one of them would become several, and every result after it
-    would be paired with the wrong input line.
-    """
+    """The lines of a file or of standard input, split by :func:`guard.textutil.split_lines` (line feeds only)."""
     try:
         if path == "-" and not hasattr(sys.stdin, "buffer"):
             text = sys.stdin.read()
@@ -36,10 +32,25 @@ def read_lines(path: str) -> list[str]:
     except (OSError, UnicodeDecodeError) as exc:
         where = "standard input" if path == "-" else path
         raise FileError(f"cannot read {where}: {getattr(exc, 'strerror', None) or exc}", location=path) from None
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    return split_lines(text)
+
+
+def write_output(path: Path, text: str, option: str = "--output") -> None:
+    """Write a command's report to ``path``; a folder that is missing or a path that is a folder is a FileError."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise FileError(f"{option}: cannot write {path}: {exc.strerror or exc}", location=str(path)) from None
+
+
+def writable_file(path: Path, option: str = "--out") -> None:
+    """Fail before a long run when ``path`` can never be written: it is a folder, or its folder cannot be made."""
+    if path.is_dir():
+        raise FileError(f"{option}: {path} is a folder, not a file", location=str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FileError(f"{option}: cannot write {path}: {exc.strerror or exc}", location=str(path)) from None
 
 
 def config_file(path: str, option: str = "--config") -> Path:

@@ -69,7 +69,9 @@ def export_cmd(
             names.setdefault(kind, []).append(name)
         text = export(load_domain(domain, grammar_dir), fmt, names or None)
     if output is not None:
-        output.write_text(text, encoding="utf-8")
+        from guard.cli._common import write_output
+
+        write_output(output, text)
     else:
         sys.stdout.write(text)
 

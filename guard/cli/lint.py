@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from guard.cli import exitcodes
-from guard.cli._common import check_domain
+from guard.cli._common import check_domain, write_output
 from guard.cli.formatters import FORMATS, FileReport, json_string_offsets, render
 from guard.errors import FileError, GuardError, OptionError
 
@@ -176,7 +176,7 @@ def _lint(
     reports = [_one(f, domain, types, grammar_dir, stages, codes) for f in _progress(files)]
     text = render(reports, fmt, root=cfg.root)
     if output is not None:
-        output.write_text(text, encoding="utf-8")
+        write_output(output, text)
     else:
         sys.stdout.write(text)
     raise typer.Exit(exit_code(reports, fail_on))

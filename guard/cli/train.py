@@ -23,8 +23,10 @@ def train_cmd(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from guard.cli._common import writable_file
     from guard.freetext.training import challenge_table, report_table, train, write
 
+    writable_file(out)
     err = Console(stderr=True)
     with Progress(
         TextColumn("cross-validation"),

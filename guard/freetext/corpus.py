@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guard.errors import CorpusError, Problem
+from guard.textutil import split_lines
 
 LABELS: tuple[str, ...] = ("causal", "comparative", "quantity", "temporal")
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
@@ -84,7 +85,7 @@ def read_corpus(path: str | Path, *, check_splits: bool = True) -> list[Example]
     seen: dict[str, str] = {}
     for f in corpus_files(path):
         try:
-            lines = f.read_text(encoding="utf-8-sig").splitlines()
+            lines = split_lines(f.read_bytes().decode("utf-8-sig"))  # bytes: text mode would split at a bare CR
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(Problem("corpus.unreadable", f"cannot read: {exc}", str(f)))
             continue
@@ -121,6 +122,9 @@ def _parse(line: str, where: str, stem: str, problems: list[Problem], check_spli
     except json.JSONDecodeError as exc:
         bad("corpus.json", f"not valid JSON: {exc.msg} at column {exc.colno}")
         return None
+    except (RecursionError, ValueError):  # nested too deeply, an integer beyond int's digit limit
+        bad("corpus.json", "not readable JSON: nested too deeply or a number too long")
+        return None
     if not isinstance(d, dict):
         bad("corpus.json", "a line must be a JSON object")
         return None
@@ -146,6 +150,10 @@ def _parse(line: str, where: str, stem: str, problems: list[Problem], check_spli
     if labels != sorted(set(labels)):
         bad("corpus.labels", f"labels must be sorted and unique, got {labels}")
         ok = False
+    wrong = [k for k in ("domain", "split", "register") if not isinstance(d[k], str)]
+    if wrong:
+        bad("corpus.fields", f"{', '.join(wrong)} must be a string")
+        return None
     if d["split"] not in SPLITS:
         bad("corpus.split", f"split must be one of {list(SPLITS)}, got {d['split']!r}")
         ok = False

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
 from guard.freetext.normalize import Normalized, normalize
+from guard.payload.slots import scan_template
 
 if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
@@ -32,20 +33,31 @@ FEATURIZER_VERSION = 8
 
 #: Stand-in for a ``{slot}``: a private-use character the tokenizer keeps as one token.
 SLOT_CHAR = "\ue000"
-_SLOT_RE = re.compile(r"\{[^{}\n]{0,200}\}")
 
 
 def mask_slots(text: str) -> str:
     """Replace every ``{slot}`` by SLOT_CHAR plus spaces, keeping character offsets.
 
     Slot values are verified elsewhere, and slot names ("{days_late}") must not
-    count as evidence, so the classifier sees only that a slot is there.
+    count as evidence, so the classifier sees only that a slot is there. A slot is
+    what the payload's tokenizer takes for one and nothing else: the renderer prints
+    ``{{...}}`` and every brace pair that is not a slot as literal text, so the
+    classifier judges that text too.
     """
     if SLOT_CHAR in text:
         text = text.replace(SLOT_CHAR, " ")
     if "{" not in text:
         return text
-    return _SLOT_RE.sub(lambda m: SLOT_CHAR + " " * (len(m.group()) - 1), text)
+    slots, _ = scan_template(text)
+    if not slots:
+        return text
+    out: list[str] = []
+    at = 0
+    for s in slots:
+        out += (text[at : s.start], SLOT_CHAR, " " * (s.end - s.start - 1))
+        at = s.end
+    out.append(text[at:])
+    return "".join(out)
 
 
 def prepare(text: str) -> Normalized:

@@ -8,10 +8,11 @@ from guard.linting.runner import LintContext
 
 
 def check(ctx: LintContext) -> list[Finding]:
-    """F1xx: unsafe slots; with a payload, claims no slot uses."""
-    from guard.payload.slots import scan_template
+    """F1xx: unsafe slots and invisible format characters; with a payload, claims no slot uses."""
+    from guard.payload.slots import format_characters, scan_template
 
     ctx.slots, found = scan_template(ctx.template)
+    found = found + format_characters(ctx.template)
     if ctx.payload is not None:
         from guard.payload.model import unused_claims
 
@@ -27,7 +28,7 @@ STAGE = register(
     Stage(
         "format",
         build,
-        codes=("F101", "F102", "F103", "F104", "F105", "F106", "F107", "F108", "F109"),
+        codes=("F101", "F102", "F103", "F104", "F105", "F106", "F107", "F108", "F109", "F110"),
         refusal="it uses a placeholder that is not allowed",
         default_mode=Mode.ENFORCE,
         required=True,

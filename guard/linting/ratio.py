@@ -75,14 +75,21 @@ def measure(template: str, exempt: Collection[int] = ()) -> RatioReport:
     slots, _ = scan_template(template)
     per_sentence = []
     total_words = 0
+    i, n_slots = 0, len(slots)
+    # sentences and slots both come in template order: one walk pairs them (linear, not sentences x slots)
     for sent in split_sentences(template):
-        inside = [s for s in slots if sent.start <= s.start and s.end <= sent.end]
-        prose = template[sent.start : sent.end]
-        for s in sorted(inside, key=lambda s: -s.start):
-            prose = prose[: s.start - sent.start] + " " + prose[s.end - sent.start :]
-        words = 0 if sent.index in exempt else len(_WORD.findall(prose))
+        while i < n_slots and slots[i].start < sent.start:
+            i += 1
+        pieces, at, inside = [], sent.start, 0
+        while i < n_slots and slots[i].end <= sent.end:
+            pieces.append(template[at : slots[i].start])
+            at = slots[i].end
+            inside += 1
+            i += 1
+        pieces.append(template[at : sent.end])
+        words = 0 if sent.index in exempt else len(_WORD.findall(" ".join(pieces)))
         total_words += words
-        per_sentence.append((words, len(inside)))
+        per_sentence.append((words, inside))
     n = len(slots)
     ratio = total_words / n if n else (float("inf") if total_words else 0.0)
     return RatioReport(total_words, n, ratio, sum(1 for _, s in per_sentence if not s), tuple(per_sentence))

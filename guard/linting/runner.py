@@ -98,8 +98,21 @@ def lint(
         from guard.errors import PayloadError
 
         raise PayloadError(f"a template must be a string, not {type(template).__name__}", location="template")
+    _within_limit(template)
     ctx = LintContext(template, domain, dict(slot_types or {}), grammar_dir)
     return run_stages(ctx, stages)
+
+
+def _within_limit(template: str) -> None:
+    """The payload's template limit holds for lint too: the stages' work per template stays bounded."""
+    from guard.errors import PayloadError
+    from guard.payload import Limits
+
+    limit = Limits().max_template_chars
+    if len(template) > limit:
+        raise PayloadError(
+            f"the template is {len(template)} characters; the limit is {limit}", location="answer_template"
+        )
 
 
 def lint_payload(
@@ -124,6 +137,7 @@ def lint_payload(
         template, types = _lenient(payload)
         if template is None:
             raise
+        _within_limit(template)
         # the payload is unacceptable (unsafe slots, missing claims): lint its template so the author sees why
         ctx = LintContext(template, domain, types, grammar_dir)
 
@@ -154,10 +168,13 @@ def _lenient(payload: Any) -> tuple[str | None, dict[str, str]]:
     if not isinstance(data, dict) or not isinstance(data.get("answer_template"), str):
         return None, {}
     known = {t.value for t in ClaimType}
+    claims = data.get("claims")
+    # the payload failed validation: any part of it may be any JSON value, so read only what has the right type
     types = {
         c["key"]: c["type"]
-        for c in data.get("claims") or []
-        if isinstance(c, dict) and isinstance(c.get("key"), str) and c.get("type") in known
+        for c in (claims if isinstance(claims, list) else [])
+        if isinstance(c, dict) and isinstance(c.get("key"), str) and isinstance(c.get("type"), str)
+        if c["type"] in known
     }
     return data["answer_template"], types
 

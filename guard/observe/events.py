@@ -68,7 +68,38 @@ def _encode(event: Mapping[str, Any], include_values: bool) -> bytes:
     if not include_values:
         for key in VALUE_KEYS:
             record.pop(key, None)
-    return (_ENCODER.encode(record) + "\n").encode("utf-8")
+    try:
+        text = _ENCODER.encode(record)
+    except (ValueError, TypeError, RecursionError):  # an integer beyond str's digit limit, a value that will not print
+        text = _ENCODER.encode(_loggable(record, 0))
+    return (text + "\n").encode("utf-8")
+
+
+_MAX_DEPTH = 64
+
+
+def _loggable(value: Any, depth: int) -> Any:
+    """The value with whatever JSON cannot hold replaced by a short description, so the line is still written.
+
+    A model can put ``10**5000`` in a dict payload; with values logged, encoding it would otherwise raise
+    and lose the decision's whole line.
+    """
+    if depth > _MAX_DEPTH:
+        return "<nested too deeply to log>"
+    if isinstance(value, Mapping):
+        return {str(k): _loggable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_loggable(v, depth + 1) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, float | str):
+        return value
+    if isinstance(value, int):
+        return (
+            value if value.bit_length() < 13_000 else f"<integer of about {int(value.bit_length() * 0.30103)} digits>"
+        )
+    try:
+        return str(value)
+    except Exception:  # a value whose str() raises is described by its type only
+        return f"<{type(value).__name__}>"
 
 
 class EventLog:
@@ -104,6 +135,8 @@ class EventLog:
         self._lock_fd: int | None = None
         self._pid = -1
         self._closed = False
+        self.failed_writes = 0
+        """Appends that raised EventLogError (closed log, full disk): their lines are not in the file."""
         with self._thread_lock:
             self._open()
 
@@ -112,7 +145,7 @@ class EventLog:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
             raise EventLogError(f"cannot open the event log: {exc.strerror}", location=str(self.path)) from exc
         self._pid = os.getpid()
@@ -127,7 +160,7 @@ class EventLog:
     def _reopen_log(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
     def _current_size(self) -> int:
         """Size of the file at ``path``, reopening it if another process rotated it away."""
@@ -177,29 +210,56 @@ class EventLog:
 
     def _append(self, line: bytes) -> None:
         with self._thread_lock:
-            if self._closed:
-                raise EventLogError("the event log is closed", location=str(self.path))
-            if self._pid != os.getpid():
-                # A forked child shares the parent's descriptors, and flock would
-                # then not exclude the parent: open our own.
-                self._close_fds()
-                self._open()
-            assert self._fd is not None and self._lock_fd is not None
             try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
-                try:
-                    size = self._current_size()
-                    if self.max_bytes and self.backup_count and size and size + len(line) > self.max_bytes:
-                        self._rotate()
-                    written = os.write(self._fd, line)
-                    if written < len(line):  # rare on a regular file (a signal, a full disk): finish under the lock
-                        view = memoryview(line)[written:]
-                        while view:
-                            view = view[os.write(self._fd, view) :]
-                finally:
-                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            except OSError as exc:
-                raise EventLogError(f"cannot write the event log: {exc.strerror}", location=str(self.path)) from exc
+                self._append_locked(line)
+            except EventLogError:
+                self.failed_writes += 1
+                raise
+
+    def _append_locked(self, line: bytes) -> None:
+        """Under the thread lock: open our own descriptors after a fork, then lock, rotate and write."""
+        if self._closed:
+            raise EventLogError("the event log is closed", location=str(self.path))
+        if self._pid != os.getpid():
+            # A forked child shares the parent's descriptors, and flock would
+            # then not exclude the parent: open our own.
+            self._close_fds()
+            self._open()
+        assert self._fd is not None and self._lock_fd is not None
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            try:
+                size = self._current_size()
+                if self.max_bytes and self.backup_count and size and size + len(line) > self.max_bytes:
+                    self._rotate()
+                    size = os.fstat(self._fd).st_size
+                if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                    # a line left partial (a writer killed mid-line, a truncation that failed): end it, so
+                    # readers count one malformed line and this one is read whole
+                    line = b"\n" + line
+                self._write_whole(line, size)
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        except OSError as exc:
+            raise EventLogError(f"cannot write the event log: {exc.strerror}", location=str(self.path)) from exc
+
+    def _write_whole(self, line: bytes, size: int) -> None:
+        """Write all of ``line`` at the end of a file ``size`` bytes long, or nothing of it.
+
+        A regular file takes part of a write only when it is full (or a signal interrupts): the rest is
+        written under the same lock, and if that fails the file is cut back to ``size``, so the next
+        successful write is not glued onto half a line.
+        """
+        assert self._fd is not None
+        view = memoryview(line)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError:
+            if len(view) < len(line):
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, size)
+            raise
 
     def close(self) -> None:
         with self._thread_lock:

@@ -12,6 +12,7 @@ names are the contract with ``deploy/prometheus/guard-alerts.yml``::
     guard_prose_per_slot            (histogram of prose words per slot)
     guard_decision_latency_seconds{domain}  (histogram: the whole gate, parse to decision, per payload)
     guard_claim_latency_seconds{domain}     (histogram: the check stage, per claim)
+    guard_log_write_failures_total          (decisions returned whose event-log lines could not be written)
 
 Example::
 
@@ -21,13 +22,20 @@ Example::
 
 Several worker processes (gunicorn, uwsgi) count into one set of series with
 prometheus_client's multiprocess mode: set ``PROMETHEUS_MULTIPROC_DIR`` to an
-empty directory before the workers start; :meth:`Metrics.expose` and
-:meth:`Metrics.serve` then report the sum over every process's files.
+empty directory before the workers start; :meth:`Metrics.expose`,
+:meth:`Metrics.serve` and :meth:`Metrics.value` then report the sum over every
+process's files. In that mode the series belong to the folder, not to an
+instance: every ``Metrics`` of every process sharing the folder counts into, and
+reports, the same series (prometheus_client keys its files by process and metric
+name), so a second instance in one process warns. Isolation between instances
+holds only without the variable.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,6 +56,16 @@ def _label(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _multiprocess_folder() -> str | None:
+    """The multiprocess folder, when that mode is on."""
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir")  # noqa: SIM112 (prometheus_client reads both spellings)
+
+
+_made: dict[int, int] = {}
+"""Metrics made per process in multiprocess mode, to warn that a second one shares the first one's series."""
+_made_lock = threading.Lock()
+
+
 class Metrics:
     """Counters and the prose-per-slot histogram, fed one event at a time by :meth:`observe`."""
 
@@ -58,6 +76,9 @@ class Metrics:
         buckets: Sequence[float] = PROSE_PER_SLOT_BUCKETS,
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        folder = _multiprocess_folder()
+        if folder:
+            self._check_folder(folder)
         try:
             self.claims = Counter(
                 "guard_claims",
@@ -103,11 +124,52 @@ class Metrics:
                 buckets=LATENCY_BUCKETS,
                 registry=self.registry,
             )
+            self.log_write_failures = Counter(
+                "guard_log_write_failures",
+                "Decisions returned whose event-log lines could not be written (full disk, closed log).",
+                registry=self.registry,
+            )
         except ValueError as exc:  # duplicate names on a shared registry, bad buckets
             raise DependencyError(f"cannot register guard metrics: {exc}") from exc
+        except OSError as exc:  # multiprocess mode: the folder went away or cannot be written
+            raise FileError(
+                f"cannot write the multiprocess metrics in PROMETHEUS_MULTIPROC_DIR: {exc.strerror or exc}",
+                location=folder or "",
+            ) from exc
+
+    @staticmethod
+    def _check_folder(folder: str) -> None:
+        """The multiprocess folder must be a writable folder; a second instance in one process is told it shares."""
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+            raise FileError(
+                f"PROMETHEUS_MULTIPROC_DIR names {folder}, which is not a writable folder; "
+                "create it (empty) before the workers start",
+                location=folder,
+            )
+        with _made_lock:
+            count = _made[os.getpid()] = _made.get(os.getpid(), 0) + 1
+        if count > 1:
+            warnings.warn(
+                "a second guard Metrics in this process: with PROMETHEUS_MULTIPROC_DIR set, every instance "
+                "shares the same series (they count into, and report, the folder's files)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def observe(self, event: Mapping[str, Any]) -> bool:
-        """Count one logged event; returns False for an event type that carries no metric."""
+        """Count one logged event; returns False for an event type that carries no metric.
+
+        Raises FileError when multiprocess mode cannot write its folder (removed after start-up).
+        """
+        try:
+            return self._observe(event)
+        except OSError as exc:
+            raise FileError(
+                f"cannot write the multiprocess metrics in PROMETHEUS_MULTIPROC_DIR: {exc.strerror or exc}",
+                location=_multiprocess_folder() or "",
+            ) from exc
+
+    def _observe(self, event: Mapping[str, Any]) -> bool:
         kind = schema.kind(event)
         if kind == schema.CLAIM:
             claim = schema.as_claim(event)
@@ -137,13 +199,17 @@ class Metrics:
         if schema.finite(ms) and ms >= 0:
             histogram.labels(_label(event.get("domain"))).observe(ms / 1000)
 
+    def observe_log_failure(self) -> None:
+        """Count one decision whose log lines could not be written."""
+        self.log_write_failures.inc()
+
     def observe_lint_cache(self, hit: bool) -> None:
         """Count one lint-cache lookup of the gate."""
         self.lint_cache.labels("hit" if hit else "miss").inc()
 
     def _exposed(self) -> CollectorRegistry:
         """The registry to expose: this one, or in multiprocess mode the files of every process."""
-        folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir")  # noqa: SIM112 (prometheus_client reads both spellings)
+        folder = _multiprocess_folder()
         if not folder:
             return self.registry
         from prometheus_client.multiprocess import MultiProcessCollector
@@ -169,8 +235,11 @@ class Metrics:
             raise DependencyError(f"cannot serve metrics on {addr}:{port}: {exc.strerror}") from exc
 
     def value(self, name: str, **labels: str) -> float:
-        """The current value of one sample (``guard_claims_total``, ...), 0.0 when never set."""
-        found = self.registry.get_sample_value(name, labels)
+        """The current value of one sample (``guard_claims_total``, ...), 0.0 when never set.
+
+        In multiprocess mode, the value :meth:`expose` reports: the sum over the folder's files.
+        """
+        found = self._exposed().get_sample_value(name, labels)
         return 0.0 if found is None else found
 
 

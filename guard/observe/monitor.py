@@ -827,6 +827,7 @@ def render(report: Report, console: Any, *, tail: int = 0) -> None:
     windows = report.windows[-tail:] if tail else report.windows
     short = {
         Status.CONTRADICTED.value: "c",
+        Status.MALFORMED.value: "mf",
         Status.NOT_FOUND.value: "nf",
         Status.STALE.value: "st",
         Status.CONFIRMED.value: "ok",

@@ -63,7 +63,7 @@ class ProseDrift:
     factor: float = 2.0
 
 
-_REGENERATE = frozenset({Status.CONTRADICTED.value, Status.NOT_FOUND.value})
+_REGENERATE = frozenset({Status.CONTRADICTED.value, Status.MALFORMED.value, Status.NOT_FOUND.value})
 """Statuses after which the simulated gate asks the model to regenerate."""
 
 DEFAULT_FIELDS: tuple[FieldProfile, ...] = (

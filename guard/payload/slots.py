@@ -54,6 +54,30 @@ def _bad_slot(body: str) -> tuple[str, str]:
     return "F109", "a slot name must be letters, digits and underscores, starting with a letter or _"
 
 
+_FORMAT = regex.compile(r"\p{Cf}+")
+"""Runs of Unicode format characters: bidirectional controls, zero-width spaces and joiners, BOM, tags."""
+
+
+def format_characters(template: str) -> list[Finding]:
+    """F110 for every run of invisible format characters (one finding per run, found in one linear scan).
+
+    >>> [(f.code, f.location.start) for f in format_characters("Ships on \u202e{eta}")]
+    [('F110', 9)]
+    """
+    return [
+        Finding.make(
+            "F110",
+            f"invisible format character{'s' if m.end() - m.start() > 1 else ''} "
+            f"{', '.join(f'U+{ord(c):04X}' for c in m.group()[:3])}{'...' if m.end() - m.start() > 3 else ''} "
+            f"at column {m.start() + 1}; remove {'them' if m.end() - m.start() > 1 else 'it'}",
+            start=m.start(),
+            end=m.end(),
+            data={"column": m.start() + 1},
+        )
+        for m in _FORMAT.finditer(template)
+    ]
+
+
 @lru_cache(maxsize=4096)
 def _tokenize_cached(template: str) -> tuple[tuple[Piece, ...], tuple[Finding, ...]]:
     pieces, findings = _tokenize(template)
@@ -65,6 +89,9 @@ def _tokenize(template: str) -> tuple[list[Piece], list[Finding]]:
     findings: list[Finding] = []
     buf: list[str] = []
     i, n = 0, len(template)
+    # the next '}' and '{' after i, searched again only once i has passed them: each character is
+    # scanned a bounded number of times, so a run of unclosed braces costs linear, not quadratic, work
+    close = reopen = 0
     while i < n:
         ch = template[i]
         if ch == "{":
@@ -72,8 +99,10 @@ def _tokenize(template: str) -> tuple[list[Piece], list[Finding]]:
                 buf.append("{")
                 i += 2
                 continue
-            close = template.find("}", i + 1)
-            reopen = template.find("{", i + 1)
+            if close != -1 and close <= i:
+                close = template.find("}", i + 1)
+            if reopen != -1 and reopen <= i:
+                reopen = template.find("{", i + 1)
             if close == -1 or (reopen != -1 and reopen < close):
                 findings.append(
                     Finding.make(
@@ -211,4 +240,13 @@ def _layout(template: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[int,
     return tuple(literals), tuple(names), tuple(starts)
 
 
-__all__ = ["NAME", "Slot", "Piece", "scan_template", "template_pieces", "substitute", "substitute_in_order"]
+__all__ = [
+    "NAME",
+    "Slot",
+    "Piece",
+    "scan_template",
+    "format_characters",
+    "template_pieces",
+    "substitute",
+    "substitute_in_order",
+]

@@ -22,7 +22,7 @@ from guard.records.policy import FieldPolicy, Policy
 from guard.records.results import UTC_NAMES, ClaimResult, stamp
 from guard.records.status import Status
 from guard.records.store import RecordStore
-from guard.records.types import TYPES, BadClaim, BadStored, Batch, _exact
+from guard.records.types import TYPES, BadClaim, BadStored, Batch, ClaimOutOfRange, _exact
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +89,10 @@ def _result(c: Claim, status: Status, reason: str, **kw: Any) -> ClaimResult:
     )
 
 
-_CONFIRMED, _CONTRADICTED, _NOT_FOUND, _STALE, _UNAVAILABLE = (
+_CONFIRMED, _CONTRADICTED, _MALFORMED, _NOT_FOUND, _STALE, _UNAVAILABLE = (
     Status.CONFIRMED,
     Status.CONTRADICTED,
+    Status.MALFORMED,
     Status.NOT_FOUND,
     Status.STALE,
     Status.UNAVAILABLE,
@@ -133,7 +134,11 @@ def _judge(
                     claimed = f.claimed(c.value, f.policy, policy)
                     if not (claimed == actual if f.equal is _exact else f.equal(claimed, actual, f.policy)):
                         status, reason = _CONTRADICTED, "the claimed value differs from the record"
-                except (BadClaim, ArithmeticError, ValueError) as exc:
+                except ClaimOutOfRange as exc:
+                    status, reason = _CONTRADICTED, f"the claimed value is beyond any record: {exc}"
+                except BadClaim as exc:
+                    status, reason = _MALFORMED, f"the claimed value is not a {f.type_name}: {exc}"
+                except (ArithmeticError, ValueError) as exc:
                     status, reason = _CONTRADICTED, f"the claimed value is not a {f.type_name}: {exc}"
     return ClaimResult(
         key=c.key,

@@ -45,9 +45,9 @@ class ClaimResult(NamedTuple):
 
     @property
     def resolved(self) -> bool:
-        """Whether the database gave a usable value for the claim (confirmed or contradicted)."""
+        """Whether the database gave a usable value for the claim (confirmed, contradicted or malformed)."""
         return (
-            self.status in (Status.CONFIRMED, Status.CONTRADICTED)
+            self.status in (Status.CONFIRMED, Status.CONTRADICTED, Status.MALFORMED)
             and self.row_id is not None
             and self.actual is not None
         )

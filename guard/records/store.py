@@ -10,6 +10,7 @@ into :class:`guard.errors.StoreUnavailable` with a cause a person can read.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -26,6 +27,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from guard.errors import PolicyError, Problem, StoreUnavailable
+from guard.records._deadline import WATCHDOG
 from guard.records.policy import EntityPolicy, Policy
 from guard.records.results import UTC_NAMES, aware
 from guard.records.types import TYPES, _all
@@ -360,7 +362,8 @@ def make_engine(
     except sa_exc.ArgumentError:
         raise StoreUnavailable(f"'{url}' is not a database URL", location="db") from None
     backend = u.get_backend_name()
-    kw: dict[str, Any] = {"pool_pre_ping": backend != "sqlite"}
+    # PostgreSQL is pinged at checkout under a client-side deadline instead (_client_deadlines)
+    kw: dict[str, Any] = {"pool_pre_ping": backend not in ("sqlite", "postgresql")}
     connect_args: dict[str, Any] = {}
     if backend == "sqlite":
         connect_args = {"timeout": statement_timeout, "check_same_thread": False}
@@ -370,7 +373,16 @@ def make_engine(
             options = " ".join(
                 filter(None, [str(u.query.get("options", "")), f"-c statement_timeout={int(statement_timeout * 1000)}"])
             )
-            connect_args = {"connect_timeout": max(1, int(connect_timeout)), "options": options}
+            connect_args = {
+                "connect_timeout": max(1, int(connect_timeout)),
+                "options": options,
+                # a dead network (no device answering for the server) is noticed by TCP itself
+                "keepalives": 1,
+                "keepalives_idle": 30,
+                "keepalives_interval": 5,
+                "keepalives_count": 3,
+                "tcp_user_timeout": int((statement_timeout + DEADLINE_MARGIN) * 1000),
+            }
         elif backend in ("mysql", "mariadb"):
             connect_args = {
                 "connect_timeout": max(1, int(connect_timeout)),
@@ -381,7 +393,32 @@ def make_engine(
     except (sa_exc.SQLAlchemyError, ImportError, TypeError, ValueError) as exc:
         raise StoreUnavailable(f"cannot open {u.render_as_string(hide_password=True)}: {exc}", location="db") from None
     _timeouts(engine, statement_timeout)
+    if backend == "postgresql":
+        _client_deadlines(engine, connect_timeout)
     return engine
+
+
+DEADLINE_MARGIN = 1.0
+"""Seconds a PostgreSQL statement may take beyond its statement timeout before the client cuts the connection."""
+
+
+def _client_deadlines(engine: Engine, ping_timeout: float) -> None:
+    """Check a pooled PostgreSQL connection out with a ping under a client-side deadline (see
+    :mod:`guard.records._deadline`): SQLAlchemy's own pre-ping would wait forever on a path that stopped
+    answering. A ping that fails raises ``DisconnectionError``, so the pool opens a new connection (under
+    libpq's ``connect_timeout``)."""
+
+    @event.listens_for(engine, "checkout")
+    def _ping(dbapi_conn: Any, record: Any, proxy: Any) -> None:
+        try:
+            with WATCHDOG.watching(dbapi_conn, ping_timeout):
+                cur = dbapi_conn.cursor()
+                try:
+                    cur.execute("SELECT 1")
+                finally:
+                    cur.close()
+        except Exception as exc:  # any failure of the ping means this connection cannot be used
+            raise sa_exc.DisconnectionError(f"ping failed: {type(exc).__name__}") from exc
 
 
 class RecordStore:
@@ -402,6 +439,7 @@ class RecordStore:
         defer_if_unavailable: bool = True,
     ) -> None:
         self.policy = policy
+        self.statement_timeout = statement_timeout
         self.engine = (
             db
             if isinstance(db, Engine)
@@ -727,7 +765,7 @@ class RecordStore:
         disconnected is invalidated, so the pool does not hand it out again.
         """
         if self._instrumented():
-            with self.engine.connect() as conn:
+            with self.engine.connect() as conn, self._deadline(conn.connection.dbapi_connection):
                 return conn.exec_driver_sql(sql, params).fetchall()
         try:
             raw = self.engine.raw_connection()
@@ -736,7 +774,8 @@ class RecordStore:
         cur = None
         try:
             cur = raw.cursor()
-            cur.execute(sql, params)
+            with self._deadline(raw.dbapi_connection):
+                cur.execute(sql, params)
             rows: Sequence[Any] = cur.fetchall()
             cur.close()
             return rows
@@ -747,6 +786,13 @@ class RecordStore:
             raise _DriverError(exc, disconnect) from None
         finally:
             raw.close()
+
+    def _deadline(self, dbapi_conn: Any) -> Any:
+        """A client-side deadline of the statement timeout plus a margin, on PostgreSQL (whose path may stop
+        answering, :mod:`guard.records._deadline`); nothing elsewhere."""
+        if self.engine.dialect.name != "postgresql":
+            return contextlib.nullcontext()
+        return WATCHDOG.watching(dbapi_conn, self.statement_timeout + DEADLINE_MARGIN)
 
     @property
     def _dbapi_error(self) -> type[BaseException]:

@@ -45,7 +45,16 @@ if TYPE_CHECKING:
 
 
 class BadClaim(ValueError):
-    """The claimed value is not a value of the field's type."""
+    """The claimed value is not a value of the field's type (the claim is ``malformed``)."""
+
+
+class ClaimOutOfRange(BadClaim):
+    """The claimed value is of the field's type but beyond what any record holds (``1E+999999999``, ``inf``, a
+    time past the year 9999): no stored value can equal it, so the claim is ``contradicted``."""
+
+
+def _out_of_range(err: type[ValueError]) -> type[ValueError]:
+    return ClaimOutOfRange if err is BadClaim else err
 
 
 class BadStored(ValueError):
@@ -61,6 +70,8 @@ _WIDE = Context(prec=2 * MAX_EXPONENT + 64)
 28 digits would make ``1,000,000,000,000,000,000,000,000,000`` an ``InvalidOperation``."""
 _INT = regex.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)")
 _SPACES = regex.compile(r"[\s\u00a0\u202f]+")
+_MACHINE = regex.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+"""A number as ``guard schema`` asks the model to write it (``12.50``): read the same in every locale."""
 
 
 def _decimal(value: Any, err: type[ValueError], what: str) -> Decimal:
@@ -85,14 +96,14 @@ def _bounded(d: Decimal, err: type[ValueError], what: str, value: Any) -> Decima
     """A finite number of sane magnitude: ``1E+999999999`` would overflow decimal arithmetic, ``inf`` and
     ``NaN`` have no integer value, and none of them is a value a record holds."""
     if not d.is_finite() or (d and (abs(d.adjusted()) > MAX_EXPONENT or len(d.as_tuple().digits) > MAX_EXPONENT)):
-        raise err(f"{_shown(value)} is not {what}")
+        raise _out_of_range(err)(f"{_shown(value)} is not {what}")
     return d
 
 
 def _whole(number: int, err: type[ValueError], what: str) -> int:
     if -_BIG < number < _BIG:
         return number
-    raise err(f"{_shown(number)} is not {what}")
+    raise _out_of_range(err)(f"{_shown(number)} is not {what}")
 
 
 def _shown(value: Any) -> str:
@@ -114,7 +125,9 @@ def _integer_claim(value: Any, field: FieldPolicy, policy: Policy) -> int:
         if value.is_integer():
             return _whole(int(value), BadClaim, "an integer")
         raise BadClaim(f"{value!r} is not a whole number")
-    if isinstance(value, str) and len(value) <= 2 * MAX_EXPONENT and _INT.fullmatch(value.strip()):
+    if isinstance(value, str) and _INT.fullmatch(value.strip()):
+        if len(value) > 2 * MAX_EXPONENT:  # a whole number, too long for int() to read or any record to hold
+            raise ClaimOutOfRange(f"{_shown(value)} is not an integer")
         return _whole(int(value.strip().replace(",", "")), BadClaim, "an integer")
     raise BadClaim(f"{_shown(value)} is not an integer")
 
@@ -167,7 +180,10 @@ def _currency_marks(currency: str, locale: str) -> tuple[str, ...]:
 def _money_claim(value: Any, field: FieldPolicy, policy: Policy) -> int:
     """Minor units of a claimed amount in major units: ``1299``, ``1299.00``, ``"£1,299.00"``, ``"GBP 1,299"``."""
     cur = field.currency or ""
-    if isinstance(value, str):
+    if isinstance(value, str) and _MACHINE.fullmatch(value.strip()):
+        # the format `guard schema` advertises (12.50) means the same in every locale
+        amount = _bounded(Decimal(value.strip()), BadClaim, "an amount of money", value)
+    elif isinstance(value, str):
         text = value.strip()
         for mark in _currency_marks(cur, policy.locale):
             if mark and mark in text:
@@ -210,7 +226,7 @@ def _as_utc(value: Any, policy: Policy, err: type[ValueError]) -> datetime:
             if err is BadStored and (when.year == 1 or when.year == 9999):
                 when.astimezone(policy.tz)
         except OverflowError:
-            raise err(f"{value} is beyond the years 1 to 9999 in UTC or in {policy.timezone}") from None
+            raise _out_of_range(err)(f"{value} is beyond the years 1 to 9999 in UTC or in {policy.timezone}") from None
         return when
     raise err(f"{type(value).__name__} is not a timestamp")
 

@@ -23,6 +23,7 @@ from guard.decision import Action, Decision
 from guard.errors import GuardError, PayloadError
 from guard.linting import lint
 from guard.payload import load_payload, template_pieces
+from guard.payload.slots import format_characters
 from guard.pipeline import Guard, verify
 from guard.records.checker import Status
 
@@ -89,7 +90,8 @@ def assert_sound(records, payload: dict[str, Any], d: Decision, principal: Any) 
     if statuses and all(s is Status.CONFIRMED for s in statuses):
         assert d.action is Action.ANSWER
     if d.action is Action.REGENERATE:
-        assert Status.CONTRADICTED in statuses
+        assert Status.CONTRADICTED in statuses or Status.MALFORMED in statuses
+        assert set(d.contradicted) == {r.key for r in d.results if r.status in (Status.CONTRADICTED, Status.MALFORMED)}
         for key, fact in d.facts.items():
             c = next(c for c in payload["claims"] if c["key"] == key)
             assert fact["text"] == records.shown(c["entity"], c["entity_id"], c["field"], principal)
@@ -153,7 +155,9 @@ def test_verify_answers_true_payloads_built_from_the_database(records, payload):
         d = verify(p, policy, records.store, principal=demo.PRINCIPAL, now=demo.NOW)
     except PayloadError:
         return
-    if fixed:
+    if fixed and format_characters(p["answer_template"]):  # invisible format characters make it unsafe (F110)
+        assert d.action is Action.REFUSE and {f.code for f in d.findings} == {"F110"}
+    elif fixed:
         assert d.action is Action.ANSWER
     assert_sound(records, p, d, demo.PRINCIPAL)
 
