@@ -106,7 +106,7 @@ def lint(
 def _within_limit(template: str) -> None:
     """The payload's template limit holds for lint too: the stages' work per template stays bounded."""
     from guard.errors import PayloadError
-    from guard.payload import Limits
+    from guard.payload.limits import Limits
 
     limit = Limits().max_template_chars
     if len(template) > limit:

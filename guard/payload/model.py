@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -18,6 +17,7 @@ from pydantic_core import ErrorDetails
 
 from guard.errors import PayloadError, Problem
 from guard.findings import Finding, Severity
+from guard.payload.limits import Limits
 from guard.payload.slots import NAME, scan_template, unclaimed_slots
 
 
@@ -65,17 +65,6 @@ class Payload(BaseModel):
             if c.key == key:
                 return c
         raise KeyError(key)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Size limits checked before parsing the claims, so a huge payload costs little."""
-
-    max_bytes: int = 256_000
-    max_template_chars: int = 8_000
-    max_claims: int = 100
-    max_value_chars: int = 2_000
-    max_entity_id_chars: int = 256
 
 
 def _reject_constant(name: str) -> Any:
