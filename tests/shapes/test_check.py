@@ -353,3 +353,31 @@ def test_the_compiler_writes_state_adverbs_and_labels_for_every_predicate(tmp_pa
         "Has been: dispatched",
     ):
         assert lib.parse(text, types) is None, text
+
+
+@pytest.fixture(scope="module")
+def subscriptions():
+    return load_library("subscriptions")
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("Your next billing date is {d}.", True),
+        ("Next payment date: {d}", True),
+        ("Your trial runs until {d}.", True),
+        ("Your subscription remains active until {d}.", True),
+        ("Your trial is due to end on {d}.", True),
+        ("Your next billing date is tomorrow.", False),
+        ("Your subscription remains active until further notice.", False),
+        ("Your trial runs until next week.", False),
+        ("Your last payment was late.", False),
+        ("Your next plan will be cheaper.", False),
+    ],
+)
+def test_next_last_and_until_only_name_a_field_or_lead_to_a_date_slot(subscriptions, text, ok):
+    """ "next" and "last" are approved inside attribute names bound to a field, "until" and "end" in predicates
+    ending in a slot; the same words anywhere else stay claims."""
+    report = check_template(text, subscriptions, {"d": "date"})
+    errors = [f.message for f in report.findings if f.severity is Severity.ERROR]
+    assert (not errors) is ok, errors
