@@ -23,10 +23,13 @@ from typing import Any
 
 
 def socket_of(dbapi_conn: Any) -> int | None:
-    """The file descriptor of a psycopg (3) or psycopg2 connection's socket, or None when it has none."""
+    """The file descriptor of a psycopg (3) or psycopg2 connection's socket, or None when it has none. Under
+    SQLAlchemy's asyncio engine the DBAPI connection is an adapter around psycopg's ``AsyncConnection``: its
+    ``driver_connection`` has the socket (the watchdog cutting it wakes the awaiting read as well)."""
     try:
-        pgconn = getattr(dbapi_conn, "pgconn", None)
-        fd = pgconn.socket if pgconn is not None else dbapi_conn.fileno()
+        conn = getattr(dbapi_conn, "driver_connection", None) or dbapi_conn
+        pgconn = getattr(conn, "pgconn", None)
+        fd = pgconn.socket if pgconn is not None else conn.fileno()
     except Exception:  # a closed or broken connection has no socket to watch
         return None
     return fd if isinstance(fd, int) and fd >= 0 else None

@@ -862,7 +862,12 @@ def make_async_engine(
 
     u = async_url(url)
     backend = u.get_backend_name()
-    kw: dict[str, Any] = {"pool_pre_ping": backend != "sqlite", "pool_size": pool_size, "max_overflow": pool_size}
+    # PostgreSQL is pinged at checkout under a client-side deadline instead, as make_engine does
+    kw: dict[str, Any] = {
+        "pool_pre_ping": backend not in ("sqlite", "postgresql"),
+        "pool_size": pool_size,
+        "max_overflow": pool_size,
+    }
     connect_args: dict[str, Any] = {}
     if backend == "sqlite":  # aiosqlite runs a thread per connection: a pool that keeps them saves starting one
         connect_args = {"timeout": statement_timeout, "check_same_thread": False}
@@ -881,6 +886,8 @@ def make_async_engine(
         raise StoreUnavailable(f"cannot open {u.render_as_string(hide_password=True)}: {exc}", location="db") from None
     if backend in ("mysql", "mariadb"):
         _async_mysql_timeout(engine.sync_engine, statement_timeout)
+    if backend == "postgresql":
+        _client_deadlines(engine.sync_engine, connect_timeout)
     return engine
 
 

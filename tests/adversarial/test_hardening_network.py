@@ -8,6 +8,7 @@ hung proxy does. The server never sees the query, so its statement timeout canno
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -19,7 +20,7 @@ from guard import demo
 from guard.decision import Action
 from guard.pipeline import verify
 from guard.records.checker import Status
-from guard.records.store import DEADLINE_MARGIN, RecordStore
+from guard.records.store import DEADLINE_MARGIN, AsyncRecordStore, RecordStore
 from tests.conftest import backend_url
 
 from .conftest import worker
@@ -71,21 +72,24 @@ class Relay:
 
 
 @pytest.fixture()
-def relayed(tmp_path_factory):
+def relay_url(tmp_path_factory):
+    """A relay in front of a demo database on PostgreSQL, and the database's URL through it."""
     url = backend_url("postgresql", tmp_path_factory, worker(), tag="relay")
     demo.build(url, n_orders=50, n_customers=20)
     u = sa.make_url(url)
     relay = Relay((u.host or "127.0.0.1", u.port or 5432))
-    store = RecordStore(
-        u.set(host="127.0.0.1", port=relay.port).render_as_string(hide_password=False),
-        demo.policy(),
-        statement_timeout=1.0,
-        connect_timeout=2.0,
-    )
+    yield relay, u.set(host="127.0.0.1", port=relay.port).render_as_string(hide_password=False)
+    relay.forwarding.set()
+    relay.close()
+
+
+@pytest.fixture()
+def relayed(relay_url):
+    relay, url = relay_url
+    store = RecordStore(url, demo.policy(), statement_timeout=1.0, connect_timeout=2.0)
     yield relay, store
     relay.forwarding.set()
     store.close()
-    relay.close()
 
 
 def ask(store: RecordStore, out: list) -> None:
@@ -113,3 +117,35 @@ def test_path_that_stops_answering_is_unavailable_within_the_statement_timeout(r
     again: list = []
     ask(store, again)
     assert again[0].action is Action.ANSWER
+
+
+def test_the_asynchronous_store_is_bounded_by_the_same_deadline(relay_url):
+    """AsyncGuard's store reads through the asyncio driver; a dead path must not hang the event loop's await."""
+    relay, url = relay_url
+    budget = 1.0 + DEADLINE_MARGIN + 2.0 + 5.0
+
+    async def ask_async(store: AsyncRecordStore):
+        return await store.call(
+            verify, demo.payloads()["answer"], store.policy, store, principal=demo.PRINCIPAL, now=demo.NOW
+        )
+
+    async def scenario() -> None:
+        store = AsyncRecordStore(url, demo.policy(), statement_timeout=1.0, connect_timeout=2.0)
+        try:
+            await store.open()
+            assert (await ask_async(store)).action is Action.ANSWER
+            relay.forwarding.clear()
+            t0 = time.monotonic()
+            try:
+                d = await asyncio.wait_for(ask_async(store), budget)
+            except TimeoutError:
+                pytest.fail("the asynchronous check blocked on a dead network path")
+            assert time.monotonic() - t0 < budget
+            assert d.action is Action.REFUSE and {r.status for r in d.results} == {Status.UNAVAILABLE}
+            relay.forwarding.set()
+            assert (await ask_async(store)).action is Action.ANSWER
+        finally:
+            relay.forwarding.set()
+            await store.aclose()
+
+    asyncio.run(scenario())
