@@ -50,4 +50,9 @@ def test_rules_use_only_metrics_guard_exports() -> None:
     used = {name for expr in exprs for name in re.findall(r"\b(guard_[a-z_]+)", expr)}
     assert used and used <= exported, used - exported
     alerts = {rule["alert"] for group in groups for rule in group["rules"] if "alert" in rule}
-    assert alerts == {"GuardContradictionRateJump", "GuardNotFoundRateJump", "GuardSlotRatioDrift"}
+    assert alerts == {
+        "GuardContradictionRateJump",
+        "GuardNotFoundRateJump",
+        "GuardSlotRatioDrift",
+        "GuardLogWriteFailures",
+    }
