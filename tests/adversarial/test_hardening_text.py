@@ -252,3 +252,25 @@ def test_lint_refuses_a_template_over_the_payload_limit(tmp_path, capsys):
     assert main(["lint", "--domain", "orders", str(f)]) == 1
     out = capsys.readouterr()
     assert "Traceback" not in out.err and str(limit) in out.out + out.err
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: "Your order {a} shipped on {b}. " * n,
+        lambda n: "Your order {a} shiped yesterday because of the rain. " * n,
+        lambda n: "Your order " + "and your parcel " * n + "shipped.",
+        lambda n: ".," * (4 * n),
+        lambda n: "{a} " * (2 * n),
+    ],
+    ids=["approved-sentences", "failing-sentences", "one-long-sentence", "punctuation", "slots"],
+)
+def test_shape_stage_work_is_linear_in_the_template(make):
+    """The shape stage parses each sentence once and bounds its diagnosis (the nearest approved wording tries
+    a fixed number of words), so its work grows with the template, not with its square."""
+    from guard.linting import shapes as shape_stage
+    from guard.linting.runner import LintContext
+
+    types = {"a": "identifier", "b": "date"}
+    shape_stage.check(LintContext("Warm-up.", "orders", dict(types)))  # the library loads once, not per size
+    grows_linearly(make, lambda t: shape_stage.check(LintContext(t, "orders", dict(types))), sizes=(20, 80))
