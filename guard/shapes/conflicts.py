@@ -14,6 +14,8 @@ from lark.common import ParserConf
 from lark.load_grammar import load_grammar
 from lark.parsers.lalr_analysis import LALR_Analyzer
 
+from guard.shapes.lalr import Analyzer
+
 
 @dataclass(frozen=True)
 class Conflict:
@@ -45,7 +47,7 @@ def conflicts(source: str, start: str = "start", limit: int = 10) -> list[Confli
     """Up to ``limit`` conflicts of an LALR grammar (empty when it is LALR(1))."""
     grammar, _ = load_grammar(source, "<lexicon>", [], False)
     _terminals, rules, _ignore = grammar.compile([start], set())
-    return analyse(LALR_Analyzer(ParserConf(rules, {}, [start]), debug=False, strict=False), limit)
+    return analyse(Analyzer(ParserConf(rules, {}, [start]), debug=False, strict=False), limit)
 
 
 def analyse(analysis: LALR_Analyzer, limit: int | None = None) -> list[Conflict]:

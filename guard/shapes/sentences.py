@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import hashlib
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -206,10 +207,19 @@ def load_library(domain: str, lexicon_dir: Path | None = None) -> Library:
         with _collector_paused():
             stored = tables.read(cache)
             if stored is None:
+                hint = (
+                    tables.cache_dir()
+                    / f"{domain}-{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}.hint"
+                )
                 compiled, parts = tables.build(
-                    lambda inline: compile_files(domain, *files, inline=inline), _TokenListLexer, STARTS, path.name
+                    lambda inline: compile_files(domain, *files, inline=inline),
+                    _TokenListLexer,
+                    STARTS,
+                    path.name,
+                    tables.read_hint(hint),
                 )
                 tables.write(cache, compiled, parts)
+                tables.write_hint(hint, parts["inline"])
             else:
                 compiled, parts = stored
             lib = Library(compiled, tables.assemble(parts, _TokenListLexer, STARTS), files)

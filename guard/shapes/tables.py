@@ -31,13 +31,14 @@ from lark.lark import LarkOptions
 from lark.load_grammar import load_grammar
 from lark.parse_tree_builder import ParseTreeBuilder
 from lark.parser_frontends import ParsingFrontend
-from lark.parsers.lalr_analysis import IntParseTable, LALR_Analyzer, Reduce, Shift
+from lark.parsers.lalr_analysis import IntParseTable, Reduce, Shift
 from lark.parsers.lalr_parser import LALR_Parser, _Parser
 from lark.tree import Tree
 
 from guard.errors import GrammarError
 from guard.shapes.compiler import Compiled
 from guard.shapes.conflicts import Conflict, analyse
+from guard.shapes.lalr import Analyzer
 
 _log = logging.getLogger("guard.shapes")
 FORMAT = 2
@@ -64,12 +65,21 @@ def reference(source: str, lexer: type, starts: Iterable[str]) -> lark.Lark:
 
 
 def build(
-    compile_with: Callable[[frozenset[tuple[str, ...]]], Compiled], lexer: type, starts: Iterable[str], where: str
+    compile_with: Callable[[frozenset[tuple[str, ...]]], Compiled],
+    lexer: type,
+    starts: Iterable[str],
+    where: str,
+    hint: frozenset[tuple[str, ...]] = frozenset(),
 ) -> tuple[Compiled, dict[str, Any]]:
     """Compile and analyse until no shared word group is in a conflict; the compiled lexicon and the parts
-    :func:`assemble` needs. A conflict that involves no word group is a ``GrammarError`` naming both rules."""
+    :func:`assemble` needs (``parts["inline"]`` holds the groups written out). A conflict that involves no word
+    group is a ``GrammarError`` naming both rules.
+
+    ``hint`` names groups to write out from the first round: those of the last build of the same lexicon, which
+    after a small edit saves most rounds. The language is the same whatever the hint; only the table's size
+    differs."""
     starts = list(starts)
-    inline: frozenset[tuple[str, ...]] = frozenset()
+    inline: frozenset[tuple[str, ...]] = frozenset(hint)
     for _ in range(MAX_ROUNDS):
         compiled = compile_with(inline)
         try:
@@ -78,11 +88,11 @@ def build(
         except lark.exceptions.LarkError as exc:
             first = " ".join(str(exc).strip().split())[:300]
             raise GrammarError(f"{where} could not be compiled: {first}", location=where) from None
-        analysis = LALR_Analyzer(ParserConf(rules, {}, starts), debug=False, strict=False)
+        analysis = Analyzer(ParserConf(rules, {}, starts), debug=False, strict=False)
         found = analyse(analysis)
         if not found:
             analysis.compute_lalr1_states()
-            return compiled, _parts(rules, terminals, analysis.parse_table)
+            return compiled, {**_parts(rules, terminals, analysis.parse_table), "inline": sorted(inline)}
         groups = {n for c in found for n in c.rules if n in compiled.groups}
         _log.debug("%s: %d conflicts, writing out %s", where, len(found), sorted(groups))
         if not groups:
@@ -178,6 +188,26 @@ def cache_dir() -> Path:
     return path
 
 
+def read_hint(path: Path) -> frozenset[tuple[str, ...]]:
+    """The word groups the last build of a lexicon wrote out (empty when there is no readable hint)."""
+    try:
+        data = marshal.loads(path.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return frozenset()
+    if not isinstance(data, list) or not all(isinstance(g, tuple) and all(isinstance(w, str) for w in g) for g in data):
+        return frozenset()
+    return frozenset(data)
+
+
+def write_hint(path: Path, inline: Iterable[tuple[str, ...]]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(marshal.dumps([tuple(g) for g in inline]))
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
 def key(domain: str, files: Iterable[Path]) -> str:
     """The cache key: the input files' bytes, guard's compiler and this format, and Lark's version."""
     h = hashlib.sha256(f"{domain}\0{FORMAT}\0{lark.__version__}\0".encode())
@@ -215,4 +245,17 @@ def write(path: Path, compiled: Compiled, parts: dict[str, Any]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-__all__ = ["build", "assemble", "states", "reference", "options", "cache_dir", "key", "read", "write", "Conflict"]
+__all__ = [
+    "build",
+    "assemble",
+    "states",
+    "reference",
+    "options",
+    "cache_dir",
+    "key",
+    "read",
+    "write",
+    "read_hint",
+    "write_hint",
+    "Conflict",
+]

@@ -157,3 +157,40 @@ def test_a_conflict_of_the_lexicon_itself_still_names_both_rules(shop, tmp_path)
     )
     with pytest.raises(GrammarError, match="not LALR"):
         load_library("shop", tmp_path)
+
+
+def test_a_hint_from_the_last_build_saves_its_rounds_and_keeps_the_language(shop, tmp_path):
+    files = (shop / "shop.yaml", shop / "core.yaml", shop / "compose.lark")
+    rounds: list[frozenset[tuple[str, ...]]] = []
+
+    def compile_with(inline: frozenset[tuple[str, ...]]):
+        rounds.append(inline)
+        return compile_files("shop", *files, inline=inline)
+
+    cold, parts = tables.build(compile_with, _TokenListLexer, STARTS, "shop.yaml")
+    assert len(rounds) >= 2, "the shop lexicon has groups that conflict"
+    assert set(parts["inline"]) == set(rounds[-1])
+    hint = tmp_path / "shop.hint"
+    tables.write_hint(hint, parts["inline"])
+    assert tables.read_hint(hint) == frozenset(parts["inline"])
+
+    rounds.clear()
+    stale = tables.read_hint(hint) | {("no", "such"), ("group", "here")}
+    warm, warm_parts = tables.build(compile_with, _TokenListLexer, STARTS, "shop.yaml", stale)
+    assert len(rounds) == 1
+    assert warm.source == cold.source
+    parsers = [tables.assemble(p, _TokenListLexer, STARTS) for p in (parts, warm_parts)]
+    lib = load_library("shop", shop)
+    for text, types in SENTENCES + [("Yo partner pal.", {}), ("Hiya partner.", {})]:
+        toks = lib.lark_tokens(text, types)
+        results = []
+        for parser in parsers:
+            try:
+                results.append(parser.parse(list(toks), start="start"))
+            except lark.exceptions.UnexpectedInput as exc:
+                results.append(type(exc).__name__)
+        assert results[0] == results[1], text
+
+    hint.write_bytes(b"\x00garbage")
+    assert tables.read_hint(hint) == frozenset()
+    assert tables.read_hint(tmp_path / "none.hint") == frozenset()
