@@ -18,7 +18,7 @@ import regex
 from lark import Token, Tree
 
 from guard.findings import Finding, Severity, line_col
-from guard.shapes.compiler import SLOT_TERMINALS, Compiled, RuleMeta
+from guard.shapes.compiler import SCREEN, SLOT_TERMINALS, Compiled, RuleMeta
 from guard.shapes.lexicon import Witness
 from guard.shapes.sentences import Library
 from guard.shapes.text import Sentence, split_sentences
@@ -431,6 +431,8 @@ def describe(terminal: str, lib: Library) -> str:
     if terminal in _TERMINAL_TYPES:
         name = _TERMINAL_TYPES[terminal].upper()
         return f"{'an' if name[0] in 'AEIOU' else 'a'} {name} slot"
+    if terminal == SCREEN:
+        return 'a screen or button name ("Track order", Settings > Security)'
     return f'"{lib.spelling.get(terminal, terminal)}"'
 
 
@@ -616,7 +618,11 @@ def _check_unit(
     try:
         tree = _parse(lib, toks, inferred)
     except _Failed as failed:
-        findings.append(_diagnose(template, lib, sent, toks, failed, types))
+        tree, plain, found = _as_words(lib, sent, types, toks)
+        if tree is None:
+            findings.append(_diagnose(template, lib, sent, toks, failed, types))
+        else:
+            toks, inferred = plain, found
     for i, t in enumerate(toks):
         if t.type != "UNTYPED_SLOT":
             continue
@@ -643,6 +649,21 @@ def _check_unit(
     for code, message, start, end, data in analysis.problems:
         findings.append(_finding(template, code, f"sentence {n}: {message}", sent, start, end, data))
     return findings, tree, analysis
+
+
+def _as_words(
+    lib: Library, sent: Sentence, types: Mapping[str, str], toks: list[Token]
+) -> tuple[Tree[Any] | None, list[Token], dict[int, str]]:
+    """A unit with screen names read again as plain words: a domain may list menu items as words ("tap
+    cancel order"), which a screen name would hide."""
+    if not any(t.type == SCREEN for t in toks):
+        return None, toks, {}
+    plain = lib.lark_tokens(sent.text, dict(types), screens=False)
+    found: dict[int, str] = {}
+    try:
+        return _parse(lib, plain, found), plain, found
+    except _Failed:
+        return None, toks, {}
 
 
 def _diagnose(

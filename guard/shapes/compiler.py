@@ -40,7 +40,9 @@ from guard.shapes.phrases import (
 )
 
 UNIONS = ("subject", "predicate", "attr", "count", "det", "noun", "attr_head")
-_PARTS = ("modifier", "relative", "pronoun")
+_PARTS = ("modifier", "relative", "pronoun", "screen")
+_RULES = (*UNIONS, "screen")
+"""Grammar rules a sentence-class phrase may refer to as <name> (the unions, and compose.lark's screen name)."""
 """Rules of the grammar (merged unions and core.lark parts) a phrase may refer to as <name>."""
 MAX_WORDINGS = 5000
 """Wordings one phrase or class may stand for when expanded (a class used in a phrase that varies more is
@@ -48,6 +50,9 @@ written out as a Lark rule instead)."""
 NEVER = "NEVER"
 """A terminal guard's lexer never produces: the body of an empty sentence class."""
 SLOT_TERMINALS = {t: f"{t.upper()}_SLOT" for t in SLOT_TYPES}
+SCREEN = "SCREEN_NAME"
+"""The terminal of a screen, menu or button name ("Track order", Settings > Security), produced by guard's lexer
+and taken where compose.lark's ``screen`` rule is used."""
 
 
 _Entry = tuple[tuple[Atom, ...], str, dict[str, set[str]], tuple[Witness, ...]]
@@ -105,6 +110,8 @@ class Compiled:
     digest: str = ""
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Shared word-group rule name -> its alternatives."""
+    claim_words: frozenset[str] = frozenset()
+    """Core's claim-bearing words (a screen name may hold none)."""
 
 
 def _text(seq: Iterable[Atom]) -> str:
@@ -210,7 +217,7 @@ class _Compiler:
                 if msg not in self.word_errors:
                     self.word_errors.append(msg)
         for r in refs(tree):
-            if r in UNIONS:
+            if r in _RULES:
                 continue
             if r not in self.class_src:
                 raise GrammarError(f"{where}: a phrase refers to unknown class <{r}>", location=where)
@@ -228,7 +235,7 @@ class _Compiler:
 
     def expanded(self, name: str) -> list[tuple[Atom, ...]]:
         """Every wording of a phrase class (for subjects, predicates and attributes)."""
-        if name in UNIONS:
+        if name in _RULES:
             raise GrammarError(f"{self.where}: <{name}> cannot be used inside an entity or predicate phrase")
         if name in self._expanded:
             return self._expanded[name]
@@ -252,7 +259,7 @@ class _Compiler:
     def ref(self, name: str) -> str:
         """A class as the grammar writes it: a class of plain words is the same shared word group as the same
         alternatives written in place (so "<we>" and "(i | we)" never compete), any other a rule of its own."""
-        if name in UNIONS:
+        if name in _RULES:
             return name
         if name in self.class_src:
             trees = self.class_trees(name)
@@ -525,6 +532,7 @@ class _Compiler:
             attrs,
             hashlib.sha256(source.encode()).hexdigest(),
             {name: key for key, name in self.groups.items()},
+            frozenset(self.claim),
         )
 
 

@@ -23,7 +23,7 @@ from lark.lexer import Lexer
 from guard._resources import data_path
 from guard.errors import GrammarError
 from guard.shapes import tables
-from guard.shapes.compiler import SLOT_TERMINALS, Compiled, compile_files
+from guard.shapes.compiler import SCREEN, SLOT_TERMINALS, Compiled, compile_files
 
 _WORD = regex.compile(r"'[sS]\b|[A-Za-z0-9]+(?:'(?![sS]\b)[A-Za-z0-9]+|-[A-Za-z0-9]+)*")
 _PUNCT = frozenset(",.;:!?#()/&-")
@@ -36,6 +36,52 @@ _FAST = regex.compile(
 )
 """:func:`tokens` in one pass of one expression (slot | word | any other visible character), for
 :meth:`Library.lark_tokens`; tests/shapes/test_lexicon.py checks they agree."""
+
+
+_FUNCTION = "to|and|then|or|on|in|at|for|with|from|by|of|the|a|an|your|if|when|you|we|it|is|are|so|next|under"
+_SEGMENT = r"\p{Lu}[\p{L}\p{N}&'-]*(?:[ ](?!(?i:" + _FUNCTION + r")\b)[\p{L}\p{N}&'-]+){0,3}"
+_SCREEN = regex.compile(
+    r'"(?P<quoted>[^"{}\n]{1,60})"'
+    r"|(?P<path>" + _SEGMENT + r"(?:[ ]?>[ ]?" + _SEGMENT + r")+)"
+    r"|(?i:\b(?:tap|click|select|choose|press|pick|hit|open|go to|head to|navigate to|then|under))[ ]+"
+    r"(?P<named>(?>" + _SEGMENT + r"))(?![ ]?>)"
+)
+_LABEL_WORD = regex.compile(r"[A-Za-z]+|\d")
+MAX_SCREEN_WORDS = 5
+
+
+def screen_names(norm: str, claim: frozenset[str]) -> list[tuple[int, int]]:
+    """Spans of ``norm`` (quotes already straightened) that name a screen, menu or button: a quoted name
+    ("Track order"), a path (Settings > Security) or capitalised words after a verb of the interface (select
+    Cancel plan). None holds a digit or a claim word, so a name cannot carry what a sentence may not say; a
+    bare name is cut before its first claim word, and on a line in Title Case or capitals every word is
+    capitalised, so only quotes and paths count there."""
+    if '"' not in norm and ">" not in norm and not any(c.isupper() for c in norm[1:]):
+        return []
+    titled = not any(w[0].islower() for w in regex.findall(r"[A-Za-z]{2,}", norm))
+    out: list[tuple[int, int]] = []
+    for m in _SCREEN.finditer(norm):
+        kind = m.lastgroup or "quoted"
+        if kind == "named" and titled:
+            continue
+        start, end = (m.start(), m.end()) if kind == "quoted" else m.span(kind)
+        words = _LABEL_WORD.findall(norm[start:end])
+        if kind == "named":
+            kept = 0
+            for w in words:
+                if w.isdigit() or w.lower() in claim:
+                    break
+                kept += 1
+            if kept == 0:
+                continue
+            if kept < len(words):
+                cut = list(regex.finditer(r"[A-Za-z]+", norm[start:end]))[kept - 1]
+                end = start + cut.end()
+            words = words[:kept]
+        if not words or len(words) > MAX_SCREEN_WORDS or any(w.isdigit() or w.lower() in claim for w in words):
+            continue
+        out.append((start, end))
+    return out
 
 
 STARTS = ("start", "subject", "greet")
@@ -62,16 +108,22 @@ class Tok:
     end: int
 
 
-def tokens(text: str) -> list[Tok]:
+def tokens(text: str, claim: frozenset[str] = frozenset()) -> list[Tok]:
     """Words (lower-cased, "'s" split off, curly apostrophes straightened), punctuation, slots (quotes around a
-    slot dropped) and, for anything else, single ``other`` characters."""
+    slot dropped), screen names (:func:`screen_names`; ``claim`` the claim words a name may not hold) and, for
+    anything else, single ``other`` characters."""
     norm = text.translate(_QUOTES)
+    names = dict(screen_names(norm, claim))
     out: list[Tok] = []
     i = 0
     while i < len(norm):
         ch = norm[i]
         if ch.isspace():
             i += 1
+            continue
+        if i in names:
+            out.append(Tok("screen", norm[i : names[i]].strip('"'), i, names[i]))
+            i = names[i]
             continue
         m = _SLOT.match(norm, i)
         if m:
@@ -104,6 +156,9 @@ class Library:
             self.vocabulary[str(t.pattern.value)] = t.name
         self.spelling = {v: k for k, v in self.vocabulary.items()}
         """Lark terminal to its word or punctuation mark."""
+        self.claim = compiled.claim_words
+        self.screens = any(t.name == SCREEN for t in parser.terminals)
+        """Whether the grammar takes screen names anywhere (a user's compose.lark may not)."""
 
     @property
     def domain(self) -> str:
@@ -135,28 +190,47 @@ class Library:
                 changed = changed or len(first[head]) != before
         return {k: frozenset(v) for k, v in first.items()}
 
-    def lark_tokens(self, text: str, slot_types: Mapping[str, str]) -> list[Token]:
+    def lark_tokens(self, text: str, slot_types: Mapping[str, str], screens: bool = True) -> list[Token]:
         """The Lark tokens of one unit (:func:`tokens`, typed: a slot by its claim type, a word by the
-        terminal that spells it; UNKNOWN_WORD, OTHER and UNTYPED_SLOT are accepted nowhere)."""
+        terminal that spells it; UNKNOWN_WORD, OTHER and UNTYPED_SLOT are accepted nowhere). With ``screens``
+        off, screen names are read as words (a domain may list its menu items as words)."""
+        norm = text.translate(_QUOTES)
+        names = screen_names(norm, self.claim) if screens and self.screens else []
+        if not names:
+            return list(self._plain(norm, 0, len(norm), slot_types))
+        out: list[Token] = []
+        at = 0
+        for start, end in names:
+            out += self._plain(norm, at, start, slot_types)
+            out.append(Token(SCREEN, norm[start:end].strip('"'), start_pos=start, end_pos=end))
+            at = end
+        out += self._plain(norm, at, len(norm), slot_types)
+        return out
+
+    def _plain(self, norm: str, start: int, end: int, slot_types: Mapping[str, str]) -> Iterator[Token]:
         vocabulary = self.vocabulary
-        out = []
-        for m in _FAST.finditer(text.translate(_QUOTES)):
+        for m in _FAST.finditer(norm, start, end):
             name, word, other = m.group(2, 3, 4)
             if name is not None:
                 kind = SLOT_TERMINALS.get(slot_types.get(name, ""), "UNTYPED_SLOT")
-                out.append(Token(kind, name, start_pos=m.start(2) - 1, end_pos=m.end(2) + 1))
+                yield Token(kind, name, start_pos=m.start(2) - 1, end_pos=m.end(2) + 1)
             elif word is not None:
                 word = word.lower()
-                out.append(Token(vocabulary.get(word, "UNKNOWN_WORD"), word, start_pos=m.start(), end_pos=m.end()))
+                yield Token(vocabulary.get(word, "UNKNOWN_WORD"), word, start_pos=m.start(), end_pos=m.end())
             else:
                 kind = vocabulary.get(other, "UNKNOWN_WORD") if other in _PUNCT else "OTHER"
-                out.append(Token(kind, other, start_pos=m.start(), end_pos=m.end()))
-        return out
+                yield Token(kind, other, start_pos=m.start(), end_pos=m.end())
 
     def parse(self, text: str, slot_types: dict[str, str]) -> lark.Tree[Any] | None:
         """The parse tree of one line, or None when it is not approved wording."""
+        toks = self.lark_tokens(text, slot_types)
         try:
-            return self.lark.parse(self.lark_tokens(text, slot_types), start="start")
+            return self.lark.parse(toks, start="start")
+        except lark.exceptions.LarkError:
+            if not any(t.type == SCREEN for t in toks):
+                return None
+        try:
+            return self.lark.parse(self.lark_tokens(text, slot_types, screens=False), start="start")
         except lark.exceptions.LarkError:
             return None
 
@@ -297,6 +371,7 @@ def load_domain(domain: str, grammar_dir: Any = None) -> Library:
 __all__ = [
     "Tok",
     "tokens",
+    "screen_names",
     "Library",
     "load_library",
     "load_domain",

@@ -3,6 +3,7 @@ both rules, closedness against claim-bearing words, and wordings people write.""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -122,8 +123,10 @@ def test_token_offsets_point_into_the_text(text):
 
 def _reference_lark_tokens(lib, text: str, types: dict[str, str]) -> list[tuple[str, str, int, int]]:
     out = []
-    for t in tokens(text):
-        if t.kind == "slot":
+    for t in tokens(text, lib.claim):
+        if t.kind == "screen":
+            kind = "SCREEN_NAME"
+        elif t.kind == "slot":
             kind = {"date": "DATE_SLOT", "money": "MONEY_SLOT"}.get(types.get(t.text, ""), "UNTYPED_SLOT")
         elif t.kind == "other":
             kind = "OTHER"
@@ -134,11 +137,69 @@ def _reference_lark_tokens(lib, text: str, types: dict[str, str]) -> list[tuple[
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("abSK '’‘“”\"{}xd.,#5-\n\u212a\u0130é")), max_size=50))
+@given(
+    st.lists(st.sampled_from([*"abSK '’‘“”\"{}xd.,#5->\n\u212a\u0130é", "Tap ", "select ", "Now"]), max_size=50).map(
+        "".join
+    )
+)
 def test_the_one_pass_lexer_agrees_with_the_readable_one(orders, text):
     types = {"d": "date", "x": "money"}
     fast = [(t.type, t.value, t.start_pos, t.end_pos) for t in orders.lark_tokens(text, types)]
     assert fast == _reference_lark_tokens(orders, text, types)
+
+
+SCREENS = [
+    ("Go to Settings > Security to turn it on.", ["Settings > Security"]),
+    ("Tap “Orders” in the menu.", ["Orders"]),
+    ("To cancel, go to Settings > Subscription and select Cancel plan.", ["Settings > Subscription", "Cancel plan"]),
+    ("Tap your profile picture, then Account settings, to change it.", ["Account settings"]),
+    ("Just click Download PDF next to the invoice.", ["Download PDF"]),
+    ("Tap “Free delivery” to see it.", []),
+    ("Select Next Day to choose it.", []),
+    ("Click “Order 4 items”.", []),
+    ("TAP THE LINK BELOW", []),
+    ("Tap Here To Track Your Order", []),
+    ("Select Pay now to settle it.", ["Pay"]),
+]
+
+
+@pytest.mark.parametrize(("text", "names"), SCREENS)
+def test_screen_names_are_read_as_one_token_and_never_hold_a_claim_word(orders, text, names):
+    toks = [t for t in tokens(text, orders.claim) if t.kind == "screen"]
+    assert [t.text for t in toks] == names
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["Tap ", "select ", "Go to ", "Now ", "Free ", "Plan ", "Day ", "> ", '"', "4 ", "x ", "Seats "]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_no_screen_name_holds_a_digit_or_a_claim_word(orders, text):
+    for t in tokens(text, orders.claim):
+        if t.kind == "screen":
+            words = [w.lower() for w in re.findall(r"[A-Za-z]+|\d", t.text)]
+            assert words and not any(w.isdigit() or w in orders.claim for w in words), t
+
+
+def test_instructions_through_screens_are_approved_and_claims_in_them_are_not(orders):
+    for text in (
+        "Tap “Orders” in the app to see your order.",
+        "To change the delivery address, go to Account > Addresses.",
+        "Select Track parcel, then choose Details.",
+        "Under “Your orders”, you can see your order.",
+    ):
+        assert orders.parse(text, {}) is not None, text
+    for text in (
+        "Tap “Orders” to see your order, which arrives tomorrow.",
+        "Tap Free Returns to see your order.",
+        "Select “Arrives Friday” to see your order.",
+        "Go to Account > Addresses to see it sooner.",
+    ):
+        assert orders.parse(text, {}) is None, text
 
 
 # -- compiling: closed by construction, strictly LALR --------------------------------------------
