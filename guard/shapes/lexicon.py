@@ -32,6 +32,7 @@ SENTENCE_CLASSES = (
     "hedge",
     "procedure",
     "lead",
+    "state_tail",
 )
 """The sentence classes core.lark composes; core and every domain may add entries to each."""
 
@@ -156,6 +157,8 @@ class Lexicon(_Model):
     ack: Phrases = Field(default_factory=list)
     hedge: Phrases = Field(default_factory=list)
     lead: Phrases = Field(default_factory=list)
+    state_tail: Phrases = Field(default_factory=list)
+    """Where a state holds, said after a fact ("... is {status} right now", "on our side"): adds no claim."""
     """Openers of a statement that add no claim of their own ("I can confirm that", "According to our records,")."""
     procedure: Phrases = Field(default_factory=list)
     """Procedural sentences the organisation approves, written out in full: a list it owns."""
