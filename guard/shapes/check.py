@@ -333,6 +333,8 @@ class _Analysis:
         for ch in node.children:
             if isinstance(ch, Tree) and ch.data == "summary":
                 self.summary(ch, ents, attr)
+            elif isinstance(ch, Tree) and ch.data == "predicate":
+                self.predicate(ch, ents, head)
 
     def on_statement_rule(self, node: Tree[Any], meta: RuleMeta) -> None:
         ents: set[str] | None = None

@@ -157,8 +157,8 @@ def test_slot_places_name_the_fields_the_lexicon_binds(orders):
     }
 
 
-def test_a_slot_showing_another_field_than_its_place_is_s206(orders):
-    text = "Your order {order_id} shipped on {eta}."
+@pytest.mark.parametrize("text", ["Your order {order_id} shipped on {eta}.", "Order {order_id}: shipped on {eta}."])
+def test_a_slot_showing_another_field_than_its_place_is_s206(orders, text):
     report = check_template(text, orders, TYPES)
     assert report.ok
     claims = [C("order_id", "order", "id"), C("eta", "order", "estimated_delivery")]
@@ -170,8 +170,8 @@ def test_a_slot_showing_another_field_than_its_place_is_s206(orders):
     assert bind(report.bindings, right, text, report.findings)[0] == []
 
 
-def test_a_state_said_in_words_needs_its_witness(orders):
-    text = "Your order {order_id} has been cancelled."
+@pytest.mark.parametrize("text", ["Your order {order_id} has been cancelled.", "Order {order_id}: has been cancelled."])
+def test_a_state_said_in_words_needs_its_witness(orders, text):
     report = check_template(text, orders, TYPES)
     (f,) = report.findings
     assert f.code == "S205" and f.severity is Severity.WARNING and report.ok
