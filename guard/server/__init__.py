@@ -10,8 +10,9 @@ Modules: :mod:`~guard.server.config` (``serve.yaml``, validated at start, keys s
 :mod:`~guard.server.models` (the OpenAPI bodies), :mod:`~guard.server.proxy` (the OpenAI-compatible verifying
 proxy).
 
-Workers: uvicorn's supervisor starts each from :func:`app_from_env`, which reads the config named by
-``GUARD_SERVE_CONFIG`` (set by :func:`serve`); SIGHUP replaces them one by one (a reload that drops no request).
+Workers: guard's supervisor (:mod:`~guard.server.workers`) starts each from :func:`app_from_env`, which reads the
+config named by ``GUARD_SERVE_CONFIG`` (set by :func:`serve`); SIGHUP replaces them one by one, and a worker
+retires by draining its connections (a reload that drops no request).
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ UVICORN_OPTIONS: dict[str, Any] = {
     "server_header": False,
     "timeout_graceful_shutdown": 30,
     "log_level": "warning",
+    "loop": "asyncio",
+    "http": "h11",
 }
 """How guard runs uvicorn: no ``Server`` header, no trust in ``X-Forwarded-*``, 30 s for in-flight requests to
-finish on shutdown."""
+finish on shutdown; asyncio's loop and h11, the ones a retiring worker is tested with
+(:mod:`guard.server.workers`), whatever else is installed."""
 LOG_CONFIG: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -59,7 +63,7 @@ def app_from_env() -> Any:
     """The application for the config file named by ``GUARD_SERVE_CONFIG`` (uvicorn's factory for workers).
 
     A config that no longer loads (a reload after a bad edit) is one line on stderr and a worker that does not
-    start: uvicorn then keeps the workers it has.
+    start: the supervisor then keeps the workers it has.
     """
     import sys
 
@@ -80,21 +84,22 @@ def app_from_env() -> Any:
 def serve(config: str | Path, *, host: str | None = None, port: int | None = None, workers: int | None = None) -> None:
     """Validate the config (an error names the key), then serve until interrupted.
 
-    Workers run under uvicorn's process supervisor, even one: SIGTERM or SIGINT lets requests in flight finish;
-    SIGHUP replaces the workers one by one, each new one reading serve.yaml, the policies, grammars and model
-    afresh and taking requests before the old one retires, so a reload drops none (a config that does not load
-    leaves the old workers serving).
+    Workers run under :class:`~guard.server.workers.Supervisor`, even one: SIGTERM or SIGINT lets requests in
+    flight finish; SIGHUP replaces the workers one by one, each new one reading serve.yaml, the policies, grammars
+    and model afresh and taking requests before the old one retires, so a reload drops none (a config that does
+    not load leaves the old workers serving). A worker that fails at start-up stops the server with an error.
     """
     try:
         import uvicorn
-        from uvicorn.supervisors import Multiprocess
 
         import guard.server.app  # noqa: F401  (fails here, with the hint, when the extra is missing)
     except ImportError as exc:
         from guard.errors import DependencyError
 
         raise DependencyError(f"guard serve needs the server extra (pip install 'guard[server]'): {exc}") from None
+    from guard.errors import GuardError
     from guard.server.config import load_serve_config
+    from guard.server.workers import Supervisor
 
     cfg = load_serve_config(config)
     os.environ[CONFIG_ENV] = str(Path(config).resolve())
@@ -110,7 +115,9 @@ def serve(config: str | Path, *, host: str | None = None, port: int | None = Non
         **UVICORN_OPTIONS,
     )
     with _shared_folder("PROMETHEUS_MULTIPROC_DIR", "guard-metrics-"), _shared_folder(STATE_ENV, "guard-state-"):
-        Multiprocess(server, sockets=[server.bind_socket()]).run()
+        status = Supervisor(server, sockets=[server.bind_socket()]).run()
+    if status:
+        raise GuardError("a worker failed to start (its error is above); the server stopped", location="workers")
 
 
 @contextmanager
