@@ -97,7 +97,7 @@ def serve(config: str | Path, *, host: str | None = None, port: int | None = Non
         from guard.errors import DependencyError
 
         raise DependencyError(f"guard serve needs the server extra (pip install 'guard[server]'): {exc}") from None
-    from guard.errors import GuardError
+    from guard.errors import DependencyError
     from guard.server.config import load_serve_config
     from guard.server.workers import Supervisor
 
@@ -117,7 +117,7 @@ def serve(config: str | Path, *, host: str | None = None, port: int | None = Non
     with _shared_folder("PROMETHEUS_MULTIPROC_DIR", "guard-metrics-"), _shared_folder(STATE_ENV, "guard-state-"):
         status = Supervisor(server, sockets=[server.bind_socket()]).run()
     if status:
-        raise GuardError("a worker failed to start (its error is above); the server stopped", location="workers")
+        raise DependencyError("a worker failed to start (its error is above); the server stopped", location="workers")
 
 
 @contextmanager
