@@ -310,11 +310,19 @@ def test_general_phrasing_comes_from_core_classes(orders, text):
     assert not [f for f in report.findings if f.severity is Severity.ERROR], [f.message for f in report.findings]
 
 
+def test_still_and_already_are_aspect_not_claims(orders):
+    """corpora/GUIDELINES.md, row 8: "still" and "already" say nothing a record cannot back; the state beside
+    them is what the slot or witness proves."""
+    for text in ("Your order {order_id} is still {status}.", "Your order {order_id} has already been delivered."):
+        assert check_template(text, orders, TYPES).ok, text
+    assert not check_template("Your order {order_id} is still {status} after all this time.", orders, TYPES).ok
+
+
 @pytest.mark.parametrize(
     "text",
     [
-        "Your order {order_id} is still {status}.",
-        "Your order {order_id} has already shipped on {ship_date}.",
+        "Your order {order_id} is still {status}, as usual.",
+        "Your order {order_id} has already shipped on {ship_date}, ahead of schedule.",
         "Order {order_id} is currently {status} because of the weather.",
         "Shipped early on: {ship_date}",
         "Contains: two items",
