@@ -74,3 +74,17 @@ def test_lint_of_a_template_builds_no_payload_model_and_loads_no_database_code(t
     ours = imported(["lint", "t.txt", "--domain", "orders", "--isolated", "--no-freetext"], template, ours=True)
     assert "guard.linting.shapes" in ours and "guard.payload.slots" in ours
     assert not ours & {"guard.payload.model", "guard.records.store", "guard.pipeline", "guard.freetext.model"}
+
+
+def test_the_rule_catalogue_reads_the_same_with_the_fast_loader():
+    """guard reads its rule catalogue with libyaml's safe loader when PyYAML has it: the same documents as the
+    pure-Python safe loader, the reference."""
+    from importlib import resources
+
+    import yaml
+
+    from guard.findings import _RULES, _fast_loader
+
+    text = (resources.files("guard") / _RULES).read_text(encoding="utf-8")
+    assert yaml.load(text, Loader=_fast_loader()) == yaml.safe_load(text)  # noqa: S506
+    assert _fast_loader() is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
