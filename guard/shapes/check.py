@@ -605,7 +605,8 @@ def _finding(template: str, code: str, message: str, sent: Any, start: int, end:
 def _check_unit(
     template: str, lib: Library, sent: Sentence, types: Mapping[str, str]
 ) -> tuple[list[Finding], Tree[Any] | None, _Analysis | None]:
-    toks = lib.lark_tokens(sent.text, dict(types))
+    readings = lib.readings(sent.text, dict(types))
+    toks = next(readings)
     findings: list[Finding] = []
     for m in _SPACING.finditer(sent.text):
         at = sent.start + m.start()
@@ -620,11 +621,16 @@ def _check_unit(
     try:
         tree = _parse(lib, toks, inferred)
     except _Failed as failed:
-        tree, plain, found = _as_words(lib, sent, types, toks)
-        if tree is None:
-            findings.append(_diagnose(template, lib, sent, toks, failed, types))
+        for other in readings:
+            found: dict[int, str] = {}
+            try:
+                tree = _parse(lib, other, found)
+            except _Failed:
+                continue
+            toks, inferred = other, found
+            break
         else:
-            toks, inferred = plain, found
+            findings.append(_diagnose(template, lib, sent, toks, failed, types))
     for i, t in enumerate(toks):
         if t.type != "UNTYPED_SLOT":
             continue
@@ -651,21 +657,6 @@ def _check_unit(
     for code, message, start, end, data in analysis.problems:
         findings.append(_finding(template, code, f"sentence {n}: {message}", sent, start, end, data))
     return findings, tree, analysis
-
-
-def _as_words(
-    lib: Library, sent: Sentence, types: Mapping[str, str], toks: list[Token]
-) -> tuple[Tree[Any] | None, list[Token], dict[int, str]]:
-    """A unit with screen names read again as plain words: a domain may list menu items as words ("tap
-    cancel order"), which a screen name would hide."""
-    if not any(t.type == SCREEN for t in toks):
-        return None, toks, {}
-    plain = lib.lark_tokens(sent.text, dict(types), screens=False)
-    found: dict[int, str] = {}
-    try:
-        return _parse(lib, plain, found), plain, found
-    except _Failed:
-        return None, toks, {}
 
 
 def _diagnose(

@@ -223,16 +223,20 @@ class Library:
 
     def parse(self, text: str, slot_types: dict[str, str]) -> lark.Tree[Any] | None:
         """The parse tree of one line, or None when it is not approved wording."""
+        for toks in self.readings(text, slot_types):
+            try:
+                return self.lark.parse(toks, start="start")
+            except lark.exceptions.LarkError:
+                continue
+        return None
+
+    def readings(self, text: str, slot_types: Mapping[str, str]) -> Iterator[list[Token]]:
+        """The token lists a unit may be read as, in order: with screen names, then (when it has any) with them
+        as plain words, since a domain may list menu items as words ("tap cancel order")."""
         toks = self.lark_tokens(text, slot_types)
-        try:
-            return self.lark.parse(toks, start="start")
-        except lark.exceptions.LarkError:
-            if not any(t.type == SCREEN for t in toks):
-                return None
-        try:
-            return self.lark.parse(self.lark_tokens(text, slot_types, screens=False), start="start")
-        except lark.exceptions.LarkError:
-            return None
+        yield toks
+        if any(t.type == SCREEN for t in toks):
+            yield self.lark_tokens(text, slot_types, screens=False)
 
 
 _LOCK = threading.Lock()
