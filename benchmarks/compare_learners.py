@@ -24,9 +24,11 @@ at most ``--textcat-epochs`` epochs, and keep the epoch with the best dev macro 
 on dev), stopping after ``--textcat-patience`` epochs without a gain.
 
 Also reports each learner's fitting time and scoring throughput on the test texts (featurize +
-score, or prepare + spaCy's predict, sentences/s, the best of ``--repeats`` timed calls over all
-the test texts, after they were scored once), next to the shipped model's ``predict_proba`` and
-``predict`` (labels, scores and spans) in the same run.
+score through scikit-learn, or prepare + spaCy's predict; sentences/s), in interleaved rounds
+(``_common.rounds``, the median kept) with the shipped model's ``predict_proba`` and ``predict``
+(labels, scores and spans), so that every figure in a run shares the machine's load; each learner's
+speed is also given as a ratio to the shipped ``predict`` taken within each round. The test texts
+were scored once before, so every contender's caches are warm.
 
 The first version fitted 300 boosting rounds over every column seen in three training texts
 (about 20,000 dense columns, four labels) and did not finish on a shared two-core machine; the
@@ -46,6 +48,7 @@ import argparse
 import json
 import random
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -260,14 +263,24 @@ def score(
     return thresholds, scores
 
 
-def throughput(fn: Callable[[list[str]], object], texts: list[str], repeats: int) -> float:
-    """Sentences/s of one call over ``texts``, the best of ``repeats`` calls."""
-    best = float("inf")
-    for _ in range(max(1, repeats)):
-        t0 = time.perf_counter()
-        fn(texts)
-        best = min(best, time.perf_counter() - t0)
-    return len(texts) / best
+def speeds(
+    scorers: dict[str, Callable[[list[str]], object]], texts: list[str], seconds: float, n_rounds: int
+) -> dict[str, dict[str, float]]:
+    """Sentences/s of each scorer over ``texts`` (median of interleaved rounds, lowest, highest), and its
+    ratio to the ``shipped predict`` contender within each round (median) when that one is there."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    from _common import paired_ratio, rounds
+
+    got = rounds({name: (lambda fn=fn: fn(texts)) for name, fn in scorers.items()}, seconds, n_rounds)
+    out = {}
+    for name, calls in got.items():
+        per_s = sorted(c * len(texts) for c in calls)
+        out[name] = {"median": float(np.median(per_s)), "low": per_s[0], "high": per_s[-1]}
+        if "shipped predict" in got:
+            out[name]["vs_shipped_predict"] = paired_ratio(calls, got["shipped predict"])[0]
+    return out
 
 
 def merge_capacity(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -291,11 +304,19 @@ def merge_capacity(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str,
 
 
 def _git_commit() -> str | None:
+    """The checkout's commit, with ``-dirty`` when the code or corpus differ from it (None outside git)."""
     try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "guard", "benchmarks", "corpora"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
     except OSError:
         return None
-    return done.stdout.strip() or None
+    commit = head.stdout.strip()
+    return (commit + ("-dirty" if changed.stdout.strip() else "")) or None
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -310,7 +331,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--textcat-patience", type=int, default=2, help="epochs without a dev gain before stopping")
     ap.add_argument("--textcat-width", type=int, default=64, help="CNN embedding and encoder width")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeats", type=int, default=3, help="timed scoring calls per learner (best kept; hgb: 1)")
+    ap.add_argument("--bench-seconds", type=float, default=5.0, help="scoring time per contender, all rounds")
+    ap.add_argument("--bench-rounds", type=int, default=5, help="interleaved rounds of the scoring speeds")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument(
         "--card", type=Path, default=None, help="also merge the table into this model card, under 'capacity'"
@@ -409,30 +431,35 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             proba[name] = {s: np.mean([proba[p][s] for p in parts], axis=0) for s in proba[parts[0]] if s != "train"}
             fit_seconds[name] = round(sum(fit_seconds[p] for p in parts), 1)
 
+    clf = load()
+    clf.predict(test_texts)
+    contenders = {**{name: scorers[name] for name in wanted}, "shipped predict_proba": clf.predict_proba}
+    contenders["shipped predict"] = clf.predict
+    speed = speeds(contenders, test_texts, args.bench_seconds, args.bench_rounds)
     commit = _git_commit()
     result: dict[str, dict] = {}
     for learner in wanted:
         thresholds, scores = score(proba[learner], sets)
-        rate = throughput(
-            scorers[learner], test_texts, 1 if "hgb" in (learner, *MEANS.get(learner, ())) else args.repeats
-        )
         result[learner] = {
             "thresholds": thresholds,
             "f1": scores,
-            "sentences_per_s": round(rate),
+            "sentences_per_s": round(speed[learner]["median"]),
+            "sentences_per_s_range": [round(speed[learner]["low"]), round(speed[learner]["high"])],
+            "vs_shipped_predict": round(speed[learner]["vs_shipped_predict"], 3),
             "fit_seconds": fit_seconds[learner],
             "corpus": corpus,
             "commit": commit,
         }
-    clf = load()
-    clf.predict(test_texts)
-    shipped_proba = throughput(lambda t: clf.predict_proba(t * 10), test_texts, args.repeats) * 10
-    shipped_predict = throughput(lambda t: clf.predict(t * 10), test_texts, args.repeats) * 10
+    shipped_proba = speed["shipped predict_proba"]["median"]
+    shipped_predict = speed["shipped predict"]["median"]
 
     splits = [s for s in sets if s not in ("train", "dev")]
     print(f"corpus {corpus['n']} sentences, sha256 {corpus['sha256'][:12]}; labels {', '.join(LABELS)}")
     for learner, r in result.items():
-        print(f"\n{learner}  (fit {r['fit_seconds']} s; scoring {r['sentences_per_s']:,}/s)")
+        print(
+            f"\n{learner}  (fit {r['fit_seconds']} s; scoring {r['sentences_per_s']:,}/s, "
+            f"{r['vs_shipped_predict']:.3f} x the shipped predict)"
+        )
         for s in splits:
             row = "  ".join(f"{lab[:4]} {r['f1'][s][lab]:.3f}" for lab in LABELS)
             print(f"  {s:10s} {row}  macro {r['f1'][s]['macro']:.3f}")
