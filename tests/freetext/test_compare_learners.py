@@ -89,6 +89,20 @@ def test_a_textcat_run_merges_into_the_card_and_keeps_the_learners_not_rerun(com
     assert capacity["textcat"]["arch"] == "spacy.TextCatEnsemble.v2"
 
 
+def test_a_learner_measured_again_replaces_its_entry_and_the_rest_of_the_section_stays(compare):
+    old = {"learners": {"textcat": {"f1": 0.1}, "hgb": {"f1": 0.2, "corpus": {"sha256": "a", "n": 3}}}, "hgb": {"x": 1}}
+    new = {"learners": {"textcat": {"f1": 0.3}, "linear": {"f1": 0.4}}, "textcat": {"best_epoch": 2}}
+    got = compare.merge_capacity(old, new)
+    assert got["learners"] == {
+        "linear": {"f1": 0.4},
+        "hgb": {"f1": 0.2, "corpus": {"sha256": "a", "n": 3}},
+        "textcat": {"f1": 0.3},
+    }
+    assert list(got["learners"]) == ["linear", "hgb", "textcat"]
+    assert got["hgb"] == {"x": 1} and got["textcat"] == {"best_epoch": 2}
+    assert compare.merge_capacity(None, new)["learners"] == new["learners"]
+
+
 def test_unknown_learners_are_refused(compare):
     with pytest.raises(SystemExit, match="unknown learner"):
         compare.parse_learners("linear,forest")
