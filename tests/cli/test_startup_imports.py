@@ -76,6 +76,17 @@ def test_lint_of_a_template_builds_no_payload_model_and_loads_no_database_code(t
     assert not ours & {"guard.payload.model", "guard.records.store", "guard.pipeline", "guard.freetext.model"}
 
 
+def test_a_named_command_registers_that_command_only(template: Path) -> None:
+    """typer reads the signature of every registered command on each run: ``guard lint`` registers lint alone."""
+    from guard.cli.main import COMMANDS
+
+    ours = imported(["lint", "t.txt", "--domain", "orders", "--isolated", "--no-freetext"], template, ours=True)
+    assert "guard.cli.lint" in ours
+    assert not ours & (set(COMMANDS.values()) - {"guard.cli.lint"})
+    every = imported(["--help"], template, ours=True)
+    assert set(COMMANDS.values()) <= every
+
+
 def test_the_rule_catalogue_reads_the_same_with_the_fast_loader():
     """guard reads its rule catalogue with libyaml's safe loader when PyYAML has it: the same documents as the
     pure-Python safe loader, the reference."""
@@ -88,3 +99,4 @@ def test_the_rule_catalogue_reads_the_same_with_the_fast_loader():
     text = (resources.files("guard") / _RULES).read_text(encoding="utf-8")
     assert yaml.load(text, Loader=_fast_loader()) == yaml.safe_load(text)  # noqa: S506
     assert _fast_loader() is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
