@@ -100,3 +100,37 @@ def test_the_rule_catalogue_reads_the_same_with_the_fast_loader():
     assert yaml.load(text, Loader=_fast_loader()) == yaml.safe_load(text)  # noqa: S506
     assert _fast_loader() is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+
+PLUGINS = """
+import json, os, sys
+from guard.cli.main import main
+code = main(sys.argv[1:])
+from pydantic.plugin import _loader
+print(json.dumps({"code": code, "scanned": _loader._plugins is not None,
+                  "left": os.environ.get("PYDANTIC_DISABLE_PLUGINS")}), file=sys.stderr)
+"""
+
+
+def test_lint_builds_its_models_without_scanning_for_pydantic_plugins(template: Path) -> None:
+    """The plugin scan reads every installed distribution's entry points; lint's models need no plugin."""
+    args = ["lint", "t.txt", "--domain", "orders", "--isolated", "--no-freetext"]
+    proc = subprocess.run([sys.executable, "-c", PLUGINS, *args], cwd=template, capture_output=True, text=True)
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert report == {"code": 0, "scanned": False, "left": None}
+
+
+def test_pydantic_plugins_off_restores_the_environment_and_keeps_the_users_choice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    from guard.cli._common import pydantic_plugins_off
+
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    with pydantic_plugins_off():
+        assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
+    assert "PYDANTIC_DISABLE_PLUGINS" not in os.environ
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "logfire")
+    with pydantic_plugins_off():
+        assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "logfire"
+    assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "logfire"
