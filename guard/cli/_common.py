@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -86,6 +85,8 @@ def parse_now(text: str | None) -> datetime | None:
 
 
 def print_json(data: Any) -> None:
+    import json  # imported here: a text lint never loads json (1 ms)
+
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 

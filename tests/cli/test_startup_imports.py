@@ -110,6 +110,13 @@ print(json.dumps({"code": code, "scanned": _loader._plugins is not None,
                   "left": os.environ.get("PYDANTIC_DISABLE_PLUGINS")}), file=sys.stderr)
 """
 
+JSON = """
+import sys
+from guard.cli.main import main
+code = main(sys.argv[1:])
+print(code, "json" in sys.modules, file=sys.stderr)
+"""
+
 
 def test_lint_builds_its_models_without_scanning_for_pydantic_plugins(template: Path) -> None:
     """The plugin scan reads every installed distribution's entry points; lint's models need no plugin."""
@@ -134,3 +141,10 @@ def test_pydantic_plugins_off_restores_the_environment_and_keeps_the_users_choic
     with pydantic_plugins_off():
         assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "logfire"
     assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "logfire"
+
+
+@pytest.mark.parametrize(("fmt", "loaded"), [("text", False), ("json", True)])
+def test_a_text_lint_does_not_import_json(template: Path, fmt: str, loaded: bool) -> None:
+    args = ["lint", "t.txt", "--domain", "orders", "--isolated", "--no-freetext", "--format", fmt]
+    proc = subprocess.run([sys.executable, "-c", JSON, *args], cwd=template, capture_output=True, text=True)
+    assert proc.stderr.strip().splitlines()[-1] == f"0 {loaded}"
