@@ -8,7 +8,6 @@ the file itself when the template sits inside a larger file (a payload).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -145,6 +144,8 @@ def _context(source: str, start: int, end: int) -> list[str]:
 
 
 def format_json(reports: Sequence[FileReport]) -> str:
+    import json  # imported here: a text report needs no json module
+
     files = []
     for r in reports:
         item: dict[str, Any] = {"path": r.path, "ok": r.ok, "error": r.error, "findings": []}
@@ -287,6 +288,8 @@ def sarif(reports: Sequence[FileReport], root: Path | None = None) -> dict[str, 
 
 
 def format_sarif(reports: Sequence[FileReport], root: Path | None = None) -> str:
+    import json  # imported here: a text report needs no json module
+
     return json.dumps(sarif(reports, root), indent=2, ensure_ascii=False, default=str) + "\n"
 
 

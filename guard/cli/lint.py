@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from guard.cli import exitcodes
-from guard.cli._common import check_domain, write_output
+from guard.cli._common import check_domain, pydantic_plugins_off, write_output
 from guard.cli.formatters import FORMATS, FileReport, json_string_offsets, render
 from guard.errors import FileError, GuardError, OptionError
 
@@ -75,8 +75,10 @@ def lint_cmd(
     isolated: bool = typer.Option(False, "--isolated", help="Read no configuration file."),
 ) -> None:
     """Lint templates: exit 0 when clean, 1 on findings or unreadable input, 2 on usage errors."""
+    options = locals()
     try:
-        _lint(**locals())
+        with pydantic_plugins_off():
+            _lint(**options)
     except OptionError as exc:
         _fail(str(exc), exitcodes.USAGE)
     except GuardError as exc:

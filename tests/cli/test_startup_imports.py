@@ -76,6 +76,17 @@ def test_lint_of_a_template_builds_no_payload_model_and_loads_no_database_code(t
     assert not ours & {"guard.payload.model", "guard.records.store", "guard.pipeline", "guard.freetext.model"}
 
 
+def test_a_named_command_registers_that_command_only(template: Path) -> None:
+    """typer reads the signature of every registered command on each run: ``guard lint`` registers lint alone."""
+    from guard.cli.main import COMMANDS
+
+    ours = imported(["lint", "t.txt", "--domain", "orders", "--isolated", "--no-freetext"], template, ours=True)
+    assert "guard.cli.lint" in ours
+    assert not ours & (set(COMMANDS.values()) - {"guard.cli.lint"})
+    every = imported(["--help"], template, ours=True)
+    assert set(COMMANDS.values()) <= every
+
+
 def test_the_rule_catalogue_reads_the_same_with_the_fast_loader():
     """guard reads its rule catalogue with libyaml's safe loader when PyYAML has it: the same documents as the
     pure-Python safe loader, the reference."""
@@ -88,3 +99,52 @@ def test_the_rule_catalogue_reads_the_same_with_the_fast_loader():
     text = (resources.files("guard") / _RULES).read_text(encoding="utf-8")
     assert yaml.load(text, Loader=_fast_loader()) == yaml.safe_load(text)  # noqa: S506
     assert _fast_loader() is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+PLUGINS = """
+import json, os, sys
+from guard.cli.main import main
+code = main(sys.argv[1:])
+from pydantic.plugin import _loader
+print(json.dumps({"code": code, "scanned": _loader._plugins is not None,
+                  "left": os.environ.get("PYDANTIC_DISABLE_PLUGINS")}), file=sys.stderr)
+"""
+
+JSON = """
+import sys
+from guard.cli.main import main
+code = main(sys.argv[1:])
+print(code, "json" in sys.modules, file=sys.stderr)
+"""
+
+
+def test_lint_builds_its_models_without_scanning_for_pydantic_plugins(template: Path) -> None:
+    """The plugin scan reads every installed distribution's entry points; lint's models need no plugin."""
+    args = ["lint", "t.txt", "--domain", "orders", "--isolated", "--no-freetext"]
+    proc = subprocess.run([sys.executable, "-c", PLUGINS, *args], cwd=template, capture_output=True, text=True)
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert report == {"code": 0, "scanned": False, "left": None}
+
+
+def test_pydantic_plugins_off_restores_the_environment_and_keeps_the_users_choice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    from guard.cli._common import pydantic_plugins_off
+
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    with pydantic_plugins_off():
+        assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
+    assert "PYDANTIC_DISABLE_PLUGINS" not in os.environ
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "logfire")
+    with pydantic_plugins_off():
+        assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "logfire"
+    assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "logfire"
+
+
+@pytest.mark.parametrize(("fmt", "loaded"), [("text", False), ("json", True)])
+def test_a_text_lint_does_not_import_json(template: Path, fmt: str, loaded: bool) -> None:
+    args = ["lint", "t.txt", "--domain", "orders", "--isolated", "--no-freetext", "--format", fmt]
+    proc = subprocess.run([sys.executable, "-c", JSON, *args], cwd=template, capture_output=True, text=True)
+    assert proc.stderr.strip().splitlines()[-1] == f"0 {loaded}"
