@@ -615,8 +615,8 @@ def _plain_path(
     dependencies (bearer, caller) in the same order through FastAPI's own request wrapper, so exception
     handlers, problems and logging are the ones the route has. Anything else (a missing or overlong
     parameter, a repeated one) goes to FastAPI unchanged, which answers it as before: this path never decides
-    an error. Solving the dependencies costs 0.2 to 0.3 ms a request; the route, and so the OpenAPI document,
-    stay as declared.
+    an error. Solving the dependencies cost about 0.15 to 0.25 ms of CPU a request; the route, and so the
+    OpenAPI document, stay as declared.
     """
     from fastapi.routing import APIRoute
     from fastapi.routing import request_response as fastapi_request_response
