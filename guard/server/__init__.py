@@ -41,8 +41,8 @@ UVICORN_OPTIONS: dict[str, Any] = {
 """How guard runs uvicorn: no ``Server`` header, no trust in ``X-Forwarded-*``, 30 s for in-flight requests to
 finish on shutdown; uvloop's event loop and httptools' parser, named (dependencies of the server extra, so a
 missing one fails the start) rather than ``auto``, since a retiring worker is tested with these
-(:mod:`guard.server.workers`). Against asyncio's loop and h11 they cut a worker's CPU per ``/v1/run`` by two to
-four tenths of a millisecond (benchmarks/bench_serve.py)."""
+(:mod:`guard.server.workers`). Against asyncio's loop and h11 they cut a worker's CPU per ``/v1/run`` by 0.1 to
+0.2 ms of about 1.5 (benchmarks/bench_serve.py, the same tree with either pair)."""
 LOG_CONFIG: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
