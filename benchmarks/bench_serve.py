@@ -6,15 +6,21 @@ The server runs as its own process (``guard serve``, two workers by default) on 
 - in process: ``AsyncGuard.run`` with 1 and 16 runs in flight;
 - closed loop: 1, 16 and 64 requests kept in flight for ``--seconds`` each: requests per second, p50/p99;
 - per core: the saturated rate divided by the workers, as a share of serial in-process ``Guard.run`` (one core);
+  and, since the client and the database take their share of the same cores, the workers' CPU time per request
+  (from /proc) against in-process ``Guard.run``'s CPU time per run, a per-core figure the client cannot skew;
 - open loop at half the saturated rate: requests sent on a fixed schedule, latency counted from the time each
   was due (so a stalled server cannot hide its queue), p50/p99;
 - memory: the workers' resident set before and after ``--requests`` more requests;
 - the machine's load average at the start and the end, since the client, the server and anything else running
-  share the same cores: read the figures with it.
+  share the same cores: read the figures with it;
+- with ``--profile DIR``: the workers run under cProfile (``GUARD_SERVE_PROFILE``) and the report ends with their
+  CPU time per ``/v1/run`` request by part (HTTP, framework, gate, database, logging, metrics, JSON, ...); the
+  profiler slows the workers, so read the shares, not the rates, of such a run.
 
 Loopback only; every loop is bounded in time or count.
 
     .venv/bin/python benchmarks/bench_serve.py [--rows 20000] [--seconds 5] [--db URL] [--workers 2] [--requests 20000]
+        [--profile DIR]
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import pstats
 import signal
 import socket
 import statistics
@@ -101,6 +108,16 @@ def workers_of(pid: int) -> list[int]:
     return [int(line.split()[0]) for line in out.splitlines() if "spawn_main" in line]
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU time of the processes so far (from /proc; clock ticks)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / ticks
+
+
 def rss_mib(pids: list[int]) -> float:
     total = 0
     for pid in pids:
@@ -121,6 +138,7 @@ def main() -> None:
     ap.add_argument("--db", default=None, help="database URL (default: a temporary SQLite file)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--requests", type=int, default=20_000, help="requests between the two memory readings")
+    ap.add_argument("--profile", type=Path, default=None, help="profile the workers, writing their stats here")
     args = ap.parse_args()
     print(f"start: {load_avg()}")
     tmp = Path(tempfile.mkdtemp())
@@ -129,9 +147,12 @@ def main() -> None:
     payload = demo.payloads()["answer"]
 
     gate = Guard(demo.policy(), url, domain="orders", config=CONFIG)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
     sync_rate = rate(lambda: gate.run(payload, demo.PRINCIPAL, now=demo.NOW), args.seconds)
+    sync_cpu = (time.process_time() - cpu0) / (sync_rate * (time.perf_counter() - wall0)) * 1000
     gate.close()
-    print(f"Guard.run in process (serial, one core)   {sync_rate:8.0f} /s")
+    print(f"Guard.run in process (serial, one core)   {sync_rate:8.0f} /s  CPU {sync_cpu:.3f} ms a run")
+    args.sync_cpu = sync_cpu
 
     async def in_process() -> None:
         async with AsyncGuard(demo.policy(), url, domain="orders", config=CONFIG) as agate:
@@ -165,6 +186,11 @@ def main() -> None:
     }
     (tmp / "serve.yaml").write_text(yaml.safe_dump(serve))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        for old in args.profile.glob("worker-*.prof"):
+            old.unlink()
+        env["GUARD_SERVE_PROFILE"] = str(args.profile.resolve())
     cmd = [sys.executable, "-m", "guard", "serve", "--config", str(tmp / "serve.yaml"), "--workers", str(args.workers)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
@@ -183,7 +209,67 @@ def main() -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
+    if args.profile is not None:
+        breakdown(sorted(args.profile.glob("worker-*.prof")))
     print(f"end: {load_avg()}")
+
+
+PARTS = (  # (part, path fragments of the code whose own time it is), first match wins
+    ("HTTP (uvicorn, h11/httptools, uvloop)", ("/uvicorn/", "/h11/", "/httptools/", "/uvloop/")),
+    ("framework (Starlette, FastAPI routing/params)", ("/starlette/", "/fastapi/", "/anyio/")),
+    ("validation (pydantic)", ("/pydantic/", "/pydantic_core/")),
+    ("database (SQLAlchemy, psycopg, greenlet, store)", ("/sqlalchemy/", "/psycopg", "/greenlet", "guard/records/")),
+    ("metrics (prometheus_client, guard metrics)", ("/prometheus_client/", "guard/observe/metrics")),
+    ("server layer (guard.server: edge, auth, rate)", ("guard/server/",)),
+    ("gate (guard: parse, lint, check, render)", ("/guard/", "/babel/", "/lark/", "/regex/")),
+    ("logging", ("/logging/",)),
+    ("JSON encode/decode", ("/json/",)),
+    ("event loop (asyncio, selectors, sockets)", ("/asyncio/", "selectors.py", "/ssl.py", "/socket.py")),
+)
+IDLE = ("poll' of 'select.epoll", "select' of 'select.epoll", "<method 'poll'", "run_forever")
+
+
+def _part(func: tuple[str, int, str], stats: dict, depth: int = 0) -> str:
+    """The part a function's own time belongs to; a C function's is its heaviest caller's."""
+    filename, _line, name = func
+    if filename == "~":
+        if "epoll" in name or name == "<method 'poll' of 'select.epoll' objects>":
+            return "idle (waiting in epoll)"
+        callers = stats[func][4]
+        if callers and depth < 8:
+            heaviest = max(callers, key=lambda c: callers[c][2])
+            return _part(heaviest, stats, depth + 1)
+        return "other"
+    for part, fragments in PARTS:
+        if any(f in filename for f in fragments):
+            return part
+    return "other"
+
+
+def breakdown(files: list[Path]) -> None:
+    """The workers' own CPU time per /v1/run request, by part, summed over their profiles."""
+    if not files:
+        print("no profiles were written")
+        return
+    st = pstats.Stats(*(str(f) for f in files))
+    stats = st.stats  # type: ignore[attr-defined]
+    requests = sum(v[1] for (fn, _l, name), v in stats.items() if name == "gate_for" and fn.endswith("server/app.py"))
+    parts: dict[str, float] = {}
+    for func, (_cc, _nc, tt, _ct, _callers) in stats.items():
+        part = _part(func, stats)
+        parts[part] = parts.get(part, 0.0) + tt
+    busy = sum(v for k, v in parts.items() if not k.startswith("idle"))
+    print(f"profile of {len(files)} workers, {requests} /v1/run requests: CPU ms per request by part (own time)")
+    for part, seconds in sorted(parts.items(), key=lambda kv: -kv[1]):
+        if part.startswith("idle"):
+            continue
+        print(f"  {part:50s} {seconds / max(1, requests) * 1000:7.3f} ms  {seconds / busy * 100:5.1f}%")
+    print(f"  {'total (profiled, so slower than unprofiled)':50s} {busy / max(1, requests) * 1000:7.3f} ms")
+    top = sorted(stats.items(), key=lambda kv: -kv[1][2])[:25]
+    print("  heaviest functions (own ms per request):")
+    for (fn, line, name), (_cc, nc, tt, _ct, _callers) in top:
+        where = "/".join(fn.split("/")[-2:])
+        print(f"    {tt / max(1, requests) * 1000:7.3f}  {nc / max(1, requests):6.1f} calls  {where}:{line} {name}")
 
 
 async def over_http(base: str, payload: dict, sync_rate: float, args: argparse.Namespace, supervisor: int) -> None:
@@ -203,14 +289,25 @@ async def over_http(base: str, payload: dict, sync_rate: float, args: argparse.N
 
         await closed(call, 4, 1.0)  # connections open, every worker warm
         peak = 0.0
+        workers = workers_of(supervisor)
         for c in (1, 16, 64):
+            cpu0, client0 = cpu_seconds(workers), time.process_time()
             rps, p50, p99, errors = await closed(call, c, args.seconds)
+            n = rps * args.seconds
+            server_ms = (cpu_seconds(workers) - cpu0) / n * 1000
+            client_ms = (time.process_time() - client0) / n * 1000
             peak = max(peak, rps)
             print(
                 f"POST /v1/run, {c:2d} in flight ({w} workers) {rps:8.0f} /s  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  "
-                f"errors {errors}"
+                f"errors {errors}  CPU a request: workers {server_ms:.3f} ms, client {client_ms:.3f} ms"
             )
         print(f"per core at saturation: {peak / w:.0f} /s = {peak / w / sync_rate:.2f} x in-process Guard.run")
+        if server_ms:
+            print(
+                f"per core by CPU time (at 64 in flight): {1000 / server_ms:.0f} /s = "
+                f"{args.sync_cpu / server_ms:.2f} x in-process Guard.run's CPU a run "
+                "(what the workers would do with a core each to themselves)"
+            )
         rps, p50, p99, errors = await opened(call, peak / 2, args.seconds)
         print(f"open loop at half saturation ({peak / 2:.0f} /s): p50 {p50:.2f} ms  p99 {p99:.2f} ms  errors {errors}")
         pids = workers_of(supervisor)

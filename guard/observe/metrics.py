@@ -76,6 +76,7 @@ class Metrics:
         buckets: Sequence[float] = PROSE_PER_SLOT_BUCKETS,
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         folder = _multiprocess_folder()
         if folder:
             self._check_folder(folder)
@@ -173,18 +174,18 @@ class Metrics:
         kind = schema.kind(event)
         if kind == schema.CLAIM:
             claim = schema.as_claim(event)
-            self.claims.labels(
-                _label(claim.get("entity")), _label(claim.get("field")), _label(claim.get("status"))
+            self._child(
+                self.claims, _label(claim.get("entity")), _label(claim.get("field")), _label(claim.get("status"))
             ).inc()
             self._latency(self.claim_latency, event)
             return True
         if kind == schema.DECISION:
             decision = schema.as_decision(event)
-            self.decisions.labels(_label(decision.get("action"))).inc()
+            self._child(self.decisions, _label(decision.get("action"))).inc()
             findings = decision.get("findings")
             if isinstance(findings, list):
                 for code in findings:
-                    self.findings.labels(_label(code)).inc()
+                    self._child(self.findings, _label(code)).inc()
             ratio = decision.get("prose_per_slot")
             # A template without slots has no finite ratio; it is a finding (R4xx), not a histogram point.
             if schema.finite(ratio):
@@ -193,11 +194,19 @@ class Metrics:
             return True
         return False
 
-    @staticmethod
-    def _latency(histogram: Histogram, event: Mapping[str, Any]) -> None:
+    def _latency(self, histogram: Histogram, event: Mapping[str, Any]) -> None:
         ms = event.get("latency_ms")
         if schema.finite(ms) and ms >= 0:
-            histogram.labels(_label(event.get("domain"))).observe(ms / 1000)
+            self._child(histogram, _label(event.get("domain"))).observe(ms / 1000)
+
+    def _child(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)``, kept: prometheus_client checks and locks on every ``labels`` call, about
+        a dozen a decision. The cache holds what prometheus_client already keeps (a child per label set)."""
+        key = (metric, values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
 
     def observe_log_failure(self) -> None:
         """Count one decision whose log lines could not be written."""
@@ -205,7 +214,7 @@ class Metrics:
 
     def observe_lint_cache(self, hit: bool) -> None:
         """Count one lint-cache lookup of the gate."""
-        self.lint_cache.labels("hit" if hit else "miss").inc()
+        self._child(self.lint_cache, "hit" if hit else "miss").inc()
 
     def _exposed(self) -> CollectorRegistry:
         """The registry to expose: this one, or in multiprocess mode the files of every process."""

@@ -27,17 +27,22 @@ from typing import Any
 CONFIG_ENV = "GUARD_SERVE_CONFIG"
 STATE_ENV = "GUARD_SERVE_STATE_DIR"
 """The folder where the workers of one server keep what they share (the per-key rate buckets)."""
+PROFILE_ENV = "GUARD_SERVE_PROFILE"
+"""A folder: each worker then runs under ``cProfile`` from the end of its start-up to its shutdown and writes
+``worker-<pid>.prof`` there (``benchmarks/bench_serve.py --profile``). Unset, nothing is profiled."""
 UVICORN_OPTIONS: dict[str, Any] = {
     "proxy_headers": False,
     "server_header": False,
     "timeout_graceful_shutdown": 30,
     "log_level": "warning",
-    "loop": "asyncio",
-    "http": "h11",
+    "loop": "uvloop",
+    "http": "httptools",
 }
 """How guard runs uvicorn: no ``Server`` header, no trust in ``X-Forwarded-*``, 30 s for in-flight requests to
-finish on shutdown; asyncio's loop and h11, the ones a retiring worker is tested with
-(:mod:`guard.server.workers`), whatever else is installed."""
+finish on shutdown; uvloop's event loop and httptools' parser, named (dependencies of the server extra, so a
+missing one fails the start) rather than ``auto``, since a retiring worker is tested with these
+(:mod:`guard.server.workers`). Against asyncio's loop and h11 they cut a worker's CPU per ``/v1/run`` by 0.1 to
+0.2 ms of about 1.5 (benchmarks/bench_serve.py, the same tree with either pair)."""
 LOG_CONFIG: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -136,4 +141,4 @@ def _shared_folder(env: str, prefix: str) -> Iterator[None]:
             os.environ.pop(env, None)
 
 
-__all__ = ["serve", "app_from_env", "CONFIG_ENV", "STATE_ENV", "UVICORN_OPTIONS"]
+__all__ = ["serve", "app_from_env", "CONFIG_ENV", "STATE_ENV", "PROFILE_ENV", "UVICORN_OPTIONS"]

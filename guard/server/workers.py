@@ -61,10 +61,15 @@ class RetiringServer(uvicorn.Server):
         """Stop accepting and drain the connections held, for at most :attr:`grace` seconds."""
         loop = asyncio.get_running_loop()
         for server in self.servers:
-            for sock in server.sockets:
-                loop.remove_reader(sock.fileno())
+            if isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop):
+                # closing asyncio's server now would fail the transports of connections accepted but not yet made
+                for sock in server.sockets:
+                    loop.remove_reader(sock.fileno())
+            else:
+                # uvloop (guard's loop) makes the transport in the same callback as the accept, and closing its
+                # server releases this process's descriptor only: the other workers keep the listening socket
+                server.close()
         self.retiring = True
-        # closing the asyncio servers now would fail the transports of connections accepted but not yet made
         self.server_state.default_headers = [*self.server_state.default_headers, CLOSE_HEADER]
         start = loop.time()
         while not self.force_exit:

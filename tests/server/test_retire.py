@@ -5,6 +5,7 @@ uvicorn's plain shutdown fails the first two tests (it closes a connection with 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import threading
 import time
@@ -125,6 +126,7 @@ def test_a_response_in_flight_finishes_and_tells_the_client_to_reconnect(server)
 def test_a_connection_that_stays_idle_is_closed_after_the_grace_and_new_ones_are_not_taken(server):
     srv, address = server
     conn = connect(srv, address)
+    other_worker = socket.socket(fileno=os.dup(srv.servers[0].sockets[0].fileno()))  # the listening socket, shared
     t0 = time.monotonic()
     retire(srv)
     late = socket.create_connection(address, timeout=10)  # queued by the kernel for another worker
@@ -133,3 +135,4 @@ def test_a_connection_that_stays_idle_is_closed_after_the_grace_and_new_ones_are
     assert closed(conn)
     assert time.monotonic() - t0 >= srv.grace * 0.9
     late.close()
+    other_worker.close()
