@@ -14,9 +14,9 @@ from guard.shapes.sentences import list_domains
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpora" / "templates"
 ALL = ("train", "dev", "test")
-FLOORS = {"orders": 0.80, "billing": 0.59, "account": 0.64, "travel": 0.80, "subscriptions": 0.54}
-"""Clean acceptance on train+dev, per domain, a little under what was measured when last raised (83%, 62%, 67%,
-83%, 56%): a floor against regressions. The test split is reported in the issue notes, never tuned on."""
+FLOORS = {"orders": 0.84, "billing": 0.66, "account": 0.68, "travel": 0.82, "subscriptions": 0.61}
+"""Clean acceptance on train+dev, per domain, a little under what was measured when last raised (86%, 68%, 70%,
+85%, 64%): a floor against regressions. The test split is reported in the issue notes, never tuned on."""
 
 
 def _rows(domain: str, splits=ALL) -> list[dict]:
@@ -51,3 +51,14 @@ def test_clean_sentences_are_accepted_at_least_at_the_floor(domain):
     accepted, total = cov.clean
     assert total >= 150
     assert accepted / total >= FLOORS.get(domain, 0.0), cov.table()
+
+
+DEV2 = CORPUS / "dev2"
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_second_development_set_rejects_every_unverified_sentence(domain):
+    rows = list(read_records([DEV2 / f"{domain}.jsonl"], ALL))
+    unverified = [r for r in rows if r["kind"] == "unverified"]
+    assert len(rows) == 120 and len(unverified) == 20
+    assert measure(domain, unverified).misses == []
