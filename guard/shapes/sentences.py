@@ -27,7 +27,11 @@ from guard.shapes.compiler import SCREEN, SLOT_TERMINALS, Compiled, compile_file
 
 _WORD = regex.compile(r"'[sS]\b|[A-Za-z0-9]+(?:'(?![sS]\b)[A-Za-z0-9]+|-[A-Za-z0-9]+)*")
 _PUNCT = frozenset(",.;:!?#()/&-")
-_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
+# curly quotes read as straight ones; a dash or a middle dot between two parts of a line reads as a comma (one
+# character for one, so positions stay)
+_QUOTES = str.maketrans(
+    {"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2014": ",", "\u2013": ",", "\u00b7": ","}
+)
 _SLOT = regex.compile(r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1')
 _FAST = regex.compile(
     r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1'
@@ -42,7 +46,7 @@ _FUNCTION = "to|and|then|or|on|in|at|for|with|from|by|of|the|a|an|your|if|when|y
 _SEGMENT = r"\p{Lu}[\p{L}\p{N}&'-]*(?:[ ](?!(?i:" + _FUNCTION + r")\b)[\p{L}\p{N}&'-]+){0,3}"
 _SCREEN = regex.compile(
     r'"(?P<quoted>[^"{}\n]{1,60})"'
-    r"|(?P<path>" + _SEGMENT + r"(?:[ ]?>[ ]?" + _SEGMENT + r")+)"
+    r"|(?P<path>(?<![\p{L}\p{N}&'-])" + _SEGMENT + r"(?:[ ]?>[ ]?" + _SEGMENT + r")+)"
     r"|(?i:\b(?:tap|click|select|choose|press|pick|hit|open|go to|head to|navigate to|then|under))[ ]+"
     r"(?P<named>(?>" + _SEGMENT + r"))(?![ ]?>)"
 )

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from guard.errors import GrammarError
@@ -137,6 +137,8 @@ def _reference_lark_tokens(lib, text: str, types: dict[str, str]) -> list[tuple[
 
 
 @settings(max_examples=400, deadline=None)
+@example(text="aS>S")  # a path starts at a word boundary, never inside a word
+@example(text="Thanks \u2014 it shipped \u00b7 Order")
 @given(
     st.lists(st.sampled_from([*"abSK '’‘“”\"{}xd.,#5->\n\u212a\u0130é", "Tap ", "select ", "Now"]), max_size=50).map(
         "".join
@@ -315,6 +317,12 @@ def test_the_orders_library_is_strict_lalr_and_loads_from_its_cache(orders, monk
         ("YOUR ORDER HAS BEEN CANCELLED", {}),
         ("Tracking number: {tracking}", {"tracking": "identifier"}),
         ("Thanks for your order!", {}),
+        ("Thanks \u2014 order {order_id} is {status}.", {"order_id": "identifier", "status": "enum"}),
+        ("Sorry for any inconvenience this may have caused.", {}),
+        ("Welcome, {name}!", {"name": "string"}),
+        ("If you still have trouble with your order, feel free to message us again.", {}),
+        ("Our customer service team can be reached by phone or email.", {}),
+        ("Is there anything else I can help you with today?", {}),
     ],
 )
 def test_sentences_people_write_are_accepted(orders, text, types):
@@ -330,6 +338,10 @@ def test_sentences_people_write_are_accepted(orders, text, types):
         "Delivery was free on this order.",
         "Your order {order_id} is delayed because our courier changed its routes.",
         "Order {order_id} is currently {status} and should arrive soon.",
+        "Thanks \u2014 your order {order_id} shipped on {ship_date}, two days early.",
+        "Sorry for the delay caused by our courier.",
+        "Feel free to message us again tomorrow.",
+        "Our customer service team can be reached within two hours.",
     ],
 )
 def test_claims_inside_approved_frames_are_rejected(orders, text):
