@@ -24,18 +24,16 @@ def main() -> int:
     ap.add_argument("--quiet", action="store_true", help="figures only, no list of disagreements")
     args = ap.parse_args()
 
-    from sklearn.metrics import cohen_kappa_score
-
-    from guard.freetext.corpus import LABELS
+    from guard.freetext.corpus import agreement
 
     rows = [json.loads(line) for line in args.file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    print(f"{len(rows)} sentences, {sum(r['first'] == r['second'] for r in rows)} with the same label set")
+    figures = agreement(args.file.parents[1]) if args.file.name == "second_annotation.jsonl" else None
+    if figures is None:
+        raise SystemExit(f"{args.file}: expected <corpus>/agreement/second_annotation.jsonl")
+    print(f"{figures['n']} sentences, {figures['identical']} with the same label set")
     print(f"{'label':12s} {'kappa':>6s} {'agree':>7s} {'first+':>7s} {'second+':>8s}")
-    for lab in LABELS:
-        a = [lab in r["first"] for r in rows]
-        b = [lab in r["second"] for r in rows]
-        agree = sum(x == y for x, y in zip(a, b))
-        print(f"{lab:12s} {cohen_kappa_score(a, b):6.3f} {agree:4d}/{len(rows)} {sum(a):7d} {sum(b):8d}")
+    for lab, f in figures["labels"].items():
+        print(f"{lab:12s} {f['kappa']:6.3f} {f['agree']:4d}/{figures['n']} {f['first']:7d} {f['second']:8d}")
     if not args.quiet:
         for r in rows:
             if r["first"] != r["second"]:

@@ -230,3 +230,41 @@ def label_matrix(examples: Iterable[Example], labels: tuple[str, ...] = LABELS):
             if lab in e.labels:
                 y[i, j] = 1
     return y
+
+
+AGREEMENT_FILE = Path("agreement") / "second_annotation.jsonl"
+
+
+def agreement(corpus: str | Path) -> dict | None:
+    """Cohen's kappa per label between the corpus's first labels and a second, blind annotation
+    (``<corpus>/agreement/second_annotation.jsonl``: rows with ``first`` and ``second`` label lists), for the
+    model card; None when the corpus has no such file."""
+    path = Path(corpus) / AGREEMENT_FILE
+    if not path.is_file():
+        return None
+    from sklearn.metrics import cohen_kappa_score
+
+    rows = []
+    for n, line in enumerate(split_lines(path.read_text(encoding="utf-8")), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            first, second = set(d["first"]), set(d["second"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorpusError(f"{path}:{n}: not an agreement row ({exc})", location=f"{path}:{n}") from None
+        rows.append((first, second))
+    if not rows:
+        raise CorpusError(f"{path} holds no rows", location=str(path))
+    labels = {}
+    for lab in LABELS:
+        a = [lab in f for f, _ in rows]
+        b = [lab in s for _, s in rows]
+        kappa = cohen_kappa_score(a, b) if len(set(a) | set(b)) > 1 else 1.0
+        labels[lab] = {
+            "kappa": round(float(kappa), 3),
+            "agree": sum(x == y for x, y in zip(a, b)),
+            "first": sum(a),
+            "second": sum(b),
+        }
+    return {"path": str(path), "n": len(rows), "identical": sum(f == s for f, s in rows), "labels": labels}

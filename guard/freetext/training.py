@@ -31,6 +31,7 @@ from guard.freetext.corpus import (
     GUARD_DOMAINS,
     LABELS,
     Example,
+    agreement,
     corpus_sha256,
     label_matrix,
     read_corpus,
@@ -270,6 +271,9 @@ def train(
         "baselines": baselines,
         "beats_baselines": beats,
     }
+    agreed = agreement(corpus)
+    if agreed is not None:
+        card["agreement"] = agreed
     return TrainResult(clf, card)
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from guard.errors import CorpusError
-from guard.freetext.corpus import GUARD_DOMAINS, LABELS, corpus_files, read_corpus, split_of, summary
+from guard.freetext.corpus import GUARD_DOMAINS, LABELS, agreement, corpus_files, read_corpus, split_of, summary
 
 from .conftest import CORPUS
 
@@ -151,3 +151,36 @@ def test_second_annotation_is_a_corpus_sample_whose_resolved_labels_the_corpus_c
             assert r[key] == sorted(set(r[key])) and set(r[key]) <= set(LABELS), r
     for lab in LABELS:  # the sample is stratified: every label has positives in both annotations
         assert sum(lab in r["first"] for r in rows) >= 40 and sum(lab in r["second"] for r in rows) >= 40, lab
+
+
+def _agreement_rows(tmp_path, rows):
+    d = tmp_path / "agreement"
+    d.mkdir()
+    (d / "second_annotation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return tmp_path
+
+
+def test_agreement_is_cohens_kappa_per_label(tmp_path):
+    rows = [
+        {"text": "a", "first": ["causal"], "second": ["causal"]},
+        {"text": "b", "first": ["causal"], "second": []},
+        {"text": "c", "first": [], "second": []},
+        {"text": "d", "first": [], "second": []},
+    ]
+    got = agreement(_agreement_rows(tmp_path, rows))
+    # observed 3/4, chance 1/2 * 1/4 + 1/2 * 3/4 = 1/2: kappa (0.75 - 0.5) / (1 - 0.5)
+    assert got["labels"]["causal"] == {"kappa": 0.5, "agree": 3, "first": 2, "second": 1}
+    assert got["labels"]["temporal"]["kappa"] == 1.0 and got["n"] == 4 and got["identical"] == 3
+
+
+def test_agreement_names_a_bad_row_and_is_none_without_a_file(tmp_path):
+    assert agreement(tmp_path) is None
+    root = _agreement_rows(tmp_path, [{"text": "a", "first": ["causal"]}])
+    with pytest.raises(CorpusError, match=r"second_annotation.jsonl:1"):
+        agreement(root)
+
+
+def test_the_shipped_card_carries_the_corpus_agreement():
+    card = json.loads((CORPUS.parent / "models" / "freetext.json").read_text(encoding="utf-8"))
+    assert card["agreement"]["labels"] == agreement(CORPUS)["labels"]
+    assert card["agreement"]["n"] >= 500
