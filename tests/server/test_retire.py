@@ -87,16 +87,21 @@ def retire(server) -> None:
     wait_for(lambda: server.retiring)
 
 
+def answered_then_closed(conn: socket.socket, path: bytes) -> None:
+    """The request on ``conn`` is answered (200, its path echoed), told ``Connection: close``, then closed."""
+    status, headers, body = response(conn)
+    assert status.startswith(b"HTTP/1.1 200") and body == b"/" + path
+    assert headers[b"connection"] == b"close"
+    assert closed(conn)
+
+
 def test_a_connection_accepted_before_retiring_gets_its_answer(server):
     srv, address = server
     conn = connect(srv, address)
     retire(srv)
     time.sleep(0.2)  # the request arrives well after the worker began to retire, inside its grace
     conn.sendall(REQUEST % b"late")
-    status, headers, body = response(conn)
-    assert status.startswith(b"HTTP/1.1 200") and body == b"/late"
-    assert headers[b"connection"] == b"close"
-    assert closed(conn)
+    answered_then_closed(conn, b"late")
 
 
 def test_an_idle_keep_alive_connection_is_answered_then_closed(server):
@@ -107,9 +112,7 @@ def test_an_idle_keep_alive_connection_is_answered_then_closed(server):
     assert b"connection" not in headers  # kept alive while the worker serves
     retire(srv)
     conn.sendall(REQUEST % b"second")
-    status, headers, body = response(conn)
-    assert status.startswith(b"HTTP/1.1 200") and body == b"/second" and headers[b"connection"] == b"close"
-    assert closed(conn)
+    answered_then_closed(conn, b"second")
 
 
 def test_a_response_in_flight_finishes_and_tells_the_client_to_reconnect(server):
@@ -118,9 +121,7 @@ def test_a_response_in_flight_finishes_and_tells_the_client_to_reconnect(server)
     conn.sendall(REQUEST % b"slow")
     wait_for(lambda: srv.server_state.tasks)
     retire(srv)
-    status, headers, body = response(conn)
-    assert status.startswith(b"HTTP/1.1 200") and body == b"/slow" and headers[b"connection"] == b"close"
-    assert closed(conn)
+    answered_then_closed(conn, b"slow")
 
 
 def test_a_connection_that_stays_idle_is_closed_after_the_grace_and_new_ones_are_not_taken(server):
