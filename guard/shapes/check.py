@@ -202,7 +202,7 @@ class _Analysis:
             for tok in _slots(sub):
                 self.use(tok, self.fields_of(m, ents, _TERMINAL_TYPES.get(tok.type, "")), m.text)
         for sub in node.find_data("ref"):
-            ids = {i for e in ents if (i := self.c.entities[e].id)}
+            ids = {i for e in ents for i in self.c.entities[e].ids}
             for tok in _slots(sub):
                 self.use(tok, ids, "the id after the noun")
         return ents

@@ -41,7 +41,7 @@ from guard.shapes.phrases import (
 
 UNIONS = ("subject", "predicate", "attr", "count", "det", "noun", "attr_head")
 _PARTS = ("modifier", "relative", "pronoun", "screen")
-_RULES = (*UNIONS, "screen")
+_RULES = (*UNIONS, "screen", "object")
 """Grammar rules a sentence-class phrase may refer to as <name> (the unions, and compose.lark's screen name)."""
 """Rules of the grammar (merged unions and core.lark parts) a phrase may refer to as <name>."""
 MAX_WORDINGS = 5000

@@ -76,8 +76,9 @@ class Entity(_Model):
 
     nouns: Phrases
     """Head nouns and noun phrases: order, package, your order, shipment."""
-    id: str | None = None
-    """The field an identifier slot right after the noun shows ("order {id}", "order #{id}")."""
+    id: str | list[str] | None = None
+    """The field an identifier slot right after the noun shows ("order {id}", "order #{id}"); a list where the
+    entity has several identifying fields ("your account {username}" as well as "account {account_id}")."""
     determiners: Phrases = Field(default_factory=lambda: ["your", "the", "this", "that"])
     pronouns: Phrases = Field(default_factory=list)
     """Phrases that refer to this entity without a noun ("it" is shared by every entity)."""
@@ -87,6 +88,13 @@ class Entity(_Model):
     """Relative clauses after "the <noun>": "you placed on {date:order.created_at}"."""
     attributes: list[Attribute] = Field(default_factory=list)
     counts: list[Count] = Field(default_factory=list)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Every field an identifier slot after the noun may show."""
+        if self.id is None:
+            return ()
+        return (self.id,) if isinstance(self.id, str) else tuple(self.id)
 
 
 class Predicate(_Model):

@@ -49,16 +49,35 @@ _SCREEN = regex.compile(
     r"|(?P<path>(?<![\p{L}\p{N}&'-])" + _SEGMENT + r"(?:[ ]?>[ ]?" + _SEGMENT + r")+)"
     r"|(?i:\b(?:tap|click|select|choose|press|pick|hit|open|go to|head to|navigate to|then|under))[ ]+"
     r"(?P<named>(?>" + _SEGMENT + r"))(?![ ]?>)"
+    r"|(?i:\bthe)[ ]+(?P<place>" + _SEGMENT + r")(?=[ ](?i:page|tab|section|screen|menu|button|link|area)\b)"
 )
 _LABEL_WORD = regex.compile(r"[A-Za-z]+|\d")
+_PATH_VERB = regex.compile(r"(?i:open|tap|click|select|choose|press|pick|hit|visit)[ ]+")
 MAX_SCREEN_WORDS = 5
+
+
+def _path_span(norm: str, start: int, end: int, claim: frozenset[str]) -> tuple[int, int]:
+    """A path without the verb before it ("Open Settings > Security") and with its last segment cut before a
+    claim word or digit ("... > Edit address before the parcel ships")."""
+    verb = _PATH_VERB.match(norm, start, end)
+    if verb is not None:
+        start = verb.end()
+    last = norm.rfind(">", start, end) + 1
+    for w in _LABEL_WORD.finditer(norm, last, end):
+        if w[0].isdigit() or w[0].lower() in claim:
+            kept = norm[last : w.start()].rstrip()
+            if kept.strip():
+                end = last + len(kept)
+            break
+    return start, end
 
 
 def screen_names(norm: str, claim: frozenset[str]) -> list[tuple[int, int]]:
     """Spans of ``norm`` (quotes already straightened) that name a screen, menu or button: a quoted name
-    ("Track order"), a path (Settings > Security) or capitalised words after a verb of the interface (select
-    Cancel plan). None holds a digit or a claim word, so a name cannot carry what a sentence may not say; a
-    bare name is cut before its first claim word, and on a line in Title Case or capitals every word is
+    ("Track order"), a path (Settings > Security), capitalised words after a verb of the interface (select
+    Cancel plan) or between "the" and "page", "tab", "button" and the like (the Invoices tab). None holds a
+    digit or a claim word, so a name cannot carry what a sentence may not say; a bare name, and a path's last
+    segment, is cut before its first claim word, and on a line in Title Case or capitals every word is
     capitalised, so only quotes and paths count there."""
     if '"' not in norm and ">" not in norm and not any(c.isupper() for c in norm[1:]):
         return []
@@ -66,10 +85,13 @@ def screen_names(norm: str, claim: frozenset[str]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for m in _SCREEN.finditer(norm):
         kind = m.lastgroup or "quoted"
-        if kind == "named" and titled:
+        if kind in ("named", "place") and titled:
             continue
         start, end = (m.start(), m.end()) if kind == "quoted" else m.span(kind)
         words = _LABEL_WORD.findall(norm[start:end])
+        if kind == "path":
+            start, end = _path_span(norm, start, end, claim)
+            words = _LABEL_WORD.findall(norm[start:end])
         if kind == "named":
             kept = 0
             for w in words:

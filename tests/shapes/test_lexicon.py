@@ -162,6 +162,12 @@ SCREENS = [
     ("TAP THE LINK BELOW", []),
     ("Tap Here To Track Your Order", []),
     ("Select Pay now to settle it.", ["Pay"]),
+    ("Download a copy from the Invoices tab.", ["Invoices"]),
+    ("Use the Reorder button to buy it.", ["Reorder"]),
+    ("Use the Pay now button.", []),
+    ("Open Settings > Security to turn it on.", ["Settings > Security"]),
+    ("Go to My Account > Orders > Edit address before the parcel ships.", ["My Account > Orders > Edit address"]),
+    ("Go to Orders > Late deliveries.", []),
 ]
 
 
@@ -193,6 +199,11 @@ def test_instructions_through_screens_are_approved_and_claims_in_them_are_not(or
         "To change the delivery address, go to Account > Addresses.",
         "Select Track parcel, then choose Details.",
         "Under “Your orders”, you can see your order.",
+        "Print the label, attach it to the box and track your parcel from the Orders page.",
+        "To start a return, go to Your Orders, select the item and choose “Return”.",
+        "Please clear your browser cache, then try signing in again.",
+        "You can track your order at any time in the app.",
+        "If you have any questions, please sign in and check your order details.",
     ):
         assert orders.parse(text, {}) is not None, text
     for text in (
@@ -200,6 +211,10 @@ def test_instructions_through_screens_are_approved_and_claims_in_them_are_not(or
         "Tap Free Returns to see your order.",
         "Select “Arrives Friday” to see your order.",
         "Go to Account > Addresses to see it sooner.",
+        "Print the label and drop it off within 14 days.",
+        "Tap the link to see your order, which is late.",
+        "Please pack the items securely, as usual.",
+        "Open the Express Delivery tab to pay less.",
     ):
         assert orders.parse(text, {}) is None, text
 
