@@ -96,8 +96,10 @@ class _Windows(dict):
     def reset(self) -> None:
         self.clear()
         self._ucache: dict = {}
-        self._bcache: dict = {}
         self._pcache: dict = {}
+        self._pairs: dict = {}
+        self._ubest: dict = {}
+        self._ends: dict = {}
         none = (None,) * self.n_labels
         self.cols: list[tuple[int, ...]] = [(self.vocabulary["bias"],)]
         self.units: list[tuple[Unit | None, ...]] = [none]
@@ -118,28 +120,81 @@ class _Windows(dict):
 
     def __missing__(self, key: tuple) -> int:
         a, b, x = key
+        pair = self._pairs.get((b, x))
+        if pair is None:
+            pair = self._pairs[(b, x)] = self._pair(b, x)
+        i, n_uni, n_bi, short, third = pair
+        tri = None
+        if self.trigrams and b is not BOS and x is not EOS:
+            tri = self.vocabulary.get(tri_feature(a, b, x))
+        found = a.m[0]
+        if third:
+            third = any(n == 3 and first in found for n, first, _, _ in short)
+        long = self.patterns and a.m[3] and self.matcher.may_start_long(a.m, b.m, x.m)
+        if tri is not None or third or long:
+            cols = self.cols[i][: n_uni + n_bi] + (() if tri is None else (tri,))
+            pattern: list[tuple[int, int]] = []
+            for n, first, pcols, extent in short:
+                if n < 3 or first in found:
+                    cols += pcols
+                    pattern += [extent] * len(pcols)
+            i = self._add(a, b, x, cols, n_uni, n_bi, pattern, LONG if long else 0)
+        self[key] = i
+        return i
+
+    def _pair(self, b: Any, x: Any) -> tuple:
+        """What the windows ending on b x share, computed once per pair: (id of the window whose first
+        lexeme adds nothing, its numbers of unigram and bigram columns, the short pattern variants
+        ending on x whose conditions on b x hold and whose feature is known, as (length, the
+        condition on the first lexeme, columns, extent) in the matcher's order, whether one of them
+        has length 3).
+
+        A window's first lexeme adds columns only through a trigram, a pattern of length 3 or the
+        start of a long pattern. Without them its columns are the unigram, bigram and short pattern
+        columns of b x, and its evidence spans at most b x: BOS stands for the first lexeme, and
+        every such window shares this id."""
         cols = self.unigram_columns(x) if x is not EOS else ()
         n_uni = len(cols)
         cols += self.bigram_columns(b, x)
         n_bi = len(cols) - n_uni
-        if self.trigrams and b is not BOS and x is not EOS:
-            col = self.vocabulary.get(tri_feature(a, b, x))
-            if col is not None:
-                cols += (col,)
+        short: list = []
+        if self.patterns and x is not EOS and x.m[2]:
+            # lexemes often hold the same conditions, so the variants are found once per (conditions, x)
+            key = (b.m[0], x)
+            found = self._ends.get(key)
+            if found is None:
+                found = self._ends[key] = self._short_ends(b.m[0], x)
+            short = found
         pattern: list[tuple[int, int]] = []
-        if self.patterns and x is not EOS:
-            for name, length in self.matcher.ending(a.m, b.m, x.m):
-                found = self.pattern_columns(name)
-                cols += found
-                pattern += [(1 - length, 1)] * len(found)
-        units = self._units(cols, n_uni, n_bi, pattern, a, b, x) if any(map(self.strong.__getitem__, cols)) else None
-        flags = x.flags & (COND | LEAD)
-        if self.patterns and a.m[3] and self.matcher.may_start_long(a.m, b.m, x.m):
-            flags |= LONG
-        i = self[key] = len(self.cols)
+        for n, _, pcols, extent in short:
+            if n < 3:
+                cols += pcols
+                pattern += [extent] * len(pcols)
+        i = self._add(BOS, b, x, cols, n_uni, n_bi, pattern, 0)
+        return i, n_uni, n_bi, tuple(short), any(s[0] == 3 for s in short)
+
+    def _short_ends(self, held: frozenset[int], x: Any) -> list:
+        """The short pattern variants ending on x whose feature is known and whose conditions on the
+        lexeme before x (holding the conditions ``held``) and on x hold, in the matcher's order, as
+        (length, the condition on the first lexeme, columns, extent)."""
+        out = []
+        for name, cids in x.m[2]:
+            n = len(cids)
+            if n == 1 or cids[-2] in held:
+                pcols = self.pattern_columns(name)
+                if pcols:
+                    out.append((n, cids[0], pcols, (1 - n, 1)))
+        return out
+
+    def _add(
+        self, a: Any, b: Any, x: Any, cols: tuple[int, ...], n_uni: int, n_bi: int, pattern: list, flags: int
+    ) -> int:
+        """A new window id for (a, b, x) with these columns (and LONG in ``flags`` if a long pattern may start)."""
+        units = self._units(cols, n_uni, n_bi, pattern, a, b, x) or None
+        i = len(self.cols)
         self.cols.append(cols)
         self.units.append(units or self.units[0])
-        self.flags.append(flags)
+        self.flags.append(flags | x.flags & (COND | LEAD))
         self._pending.append((len(x.text) if x is not EOS else 0, x.slot, units))
         return i
 
@@ -151,12 +206,11 @@ class _Windows(dict):
         return c
 
     def bigram_columns(self, a: Any, b: Any) -> tuple[int, ...]:
-        c = self._bcache.get((a, b))
-        if c is None:
-            vocab = self.vocabulary
-            feats = bi_features(a, b) if "bigrams" in self.groups else ()
-            c = self._bcache[(a, b)] = tuple(vocab[f] for f in feats if f in vocab)
-        return c
+        """Columns of the bigram features of a b (computed once per pair: :meth:`_pair` caches the window)."""
+        if "bigrams" not in self.groups:
+            return ()
+        vocab = self.vocabulary
+        return tuple(vocab[f] for f in bi_features(a, b) if f in vocab)
 
     def pattern_columns(self, name: str) -> tuple[int, ...]:
         c = self._pcache.get(name)
@@ -170,28 +224,30 @@ class _Windows(dict):
         (weight, from, to, trimmed from, trimmed to) in token positions relative to the window's last
         token (a word, the word pair, the three words, or a short pattern match ending there; trimmed
         of punctuation and of the sentence boundaries). ``cols`` holds n_uni unigram, n_bi bigram, the
-        trigram, then the pattern columns with the given extents."""
-        bigram = (-1, 0) if x is EOS else (-1 if b is not BOS else 0, 1)
+        trigram, then the pattern columns with the given extents. The first strongest column wins a
+        tie; the unigram part, which starts every window of x, is ranked once per lexeme."""
+        strong = self.strong
+        best = self._ubest.get(x) if n_uni else None
+        if best is None:
+            best = self._rank([None] * self.n_labels, cols[:n_uni], 0)
+            if n_uni:
+                self._ubest[x] = best
+        best = self._rank(list(best), cols[n_uni:], n_uni) if any(map(strong.__getitem__, cols[n_uni:])) else best
+        if not any(best):
+            return ()
         n_tri = len(cols) - len(pattern)
-        best: list[tuple[float, int, int] | None] = [None] * self.n_labels
-        for k, c in enumerate(cols):
-            strong = self.strong[c]
-            if not strong:
-                continue
-            s, e = (0, 1) if k < n_uni else bigram if k < n_uni + n_bi else (-2, 1) if k < n_tri else pattern[k - n_tri]
-            for j, wj in strong:
-                held = best[j]
-                if held is None or wj > held[0]:
-                    best[j] = (wj, s, e)
-        toks = {-2: a, -1: b, 0: x}
-        first = -1 if a is BOS else -2
-        if b is BOS:
-            first = 0
+        bigram = (-1, 0) if x is EOS else (-1 if b is not BOS else 0, 1)
+        toks = (x, a, b)  # by relative position: 0, -2, -1
+        first = 0 if b is BOS else -1 if a is BOS else -2
         last = 0 if x is EOS else 1
         units: list[Unit | None] = [None] * self.n_labels
         for j, u in enumerate(best):
             if u is not None:
-                w, s0, e0 = u
+                w, k = u
+                if k < n_uni:
+                    s0, e0 = 0, 1
+                else:
+                    s0, e0 = bigram if k < n_uni + n_bi else (-2, 1) if k < n_tri else pattern[k - n_tri]
                 s, e = max(s0, first), min(e0, last)
                 while s < e and toks[s].punct:
                     s += 1
@@ -199,6 +255,17 @@ class _Windows(dict):
                     e -= 1
                 units[j] = Unit(w, s0, e0, s, e)
         return tuple(units)
+
+    def _rank(self, best: list, cols: tuple[int, ...], offset: int) -> list:
+        """``best`` (per label: (weight, column position) or None) updated with ``cols``, which sit
+        from position ``offset`` on; a later column wins only with a strictly greater weight."""
+        strong = self.strong
+        for k, c in enumerate(cols, offset):
+            for j, wj in strong[c]:
+                held = best[j]
+                if held is None or wj > held[0]:
+                    best[j] = (wj, k)
+        return best
 
     def arrays(self) -> _Arrays:
         """The numpy mirror of every window so far (windows added since the last call are copied in)."""
