@@ -18,6 +18,7 @@ Nothing here is pickled: the model drops every private attribute when saved.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -104,6 +105,8 @@ class _Windows(dict):
         self.cols: list[tuple[int, ...]] = [(self.vocabulary["bias"],)]
         self.units: list[tuple[Unit | None, ...]] = [none]
         self.flags: list[int] = [0]
+        #: per window id, its units as computed (None where there are none)
+        self._evidence: list[tuple | None] = [None]
         self._pending: list[tuple] = [(0, False, None)]
         self._synced = 0
         self._n_cols = 0
@@ -133,12 +136,17 @@ class _Windows(dict):
         long = self.patterns and a.m[3] and self.matcher.may_start_long(a.m, b.m, x.m)
         if tri is not None or third or long:
             cols = self.cols[i][: n_uni + n_bi] + (() if tri is None else (tri,))
+            added = cols[n_uni + n_bi :]
             pattern: list[tuple[int, int]] = []
             for n, first, pcols, extent in short:
                 if n < 3 or first in found:
                     cols += pcols
                     pattern += [extent] * len(pcols)
-            i = self._add(a, b, x, cols, n_uni, n_bi, pattern, LONG if long else 0)
+                    if n == 3:
+                        added += pcols
+            # columns that cannot be evidence leave the pair's evidence as it is (their extents alone reach a)
+            same = not any(map(self.strong.__getitem__, added))
+            i = self._add(a, b, x, cols, n_uni, n_bi, pattern, LONG if long else 0, self._evidence[i] if same else ())
         self[key] = i
         return i
 
@@ -187,10 +195,22 @@ class _Windows(dict):
         return out
 
     def _add(
-        self, a: Any, b: Any, x: Any, cols: tuple[int, ...], n_uni: int, n_bi: int, pattern: list, flags: int
+        self,
+        a: Any,
+        b: Any,
+        x: Any,
+        cols: tuple[int, ...],
+        n_uni: int,
+        n_bi: int,
+        pattern: list,
+        flags: int,
+        units: tuple | None = (),
     ) -> int:
-        """A new window id for (a, b, x) with these columns (and LONG in ``flags`` if a long pattern may start)."""
-        units = self._units(cols, n_uni, n_bi, pattern, a, b, x) or None
+        """A new window id for (a, b, x) with these columns (and LONG in ``flags`` if a long pattern may
+        start); its evidence units are computed unless given (None: there are none)."""
+        if units == ():
+            units = self._units(cols, n_uni, n_bi, pattern, a, b, x) or None
+        self._evidence.append(units)
         i = len(self.cols)
         self.cols.append(cols)
         self.units.append(units or self.units[0])
@@ -225,14 +245,28 @@ class _Windows(dict):
         token (a word, the word pair, the three words, or a short pattern match ending there; trimmed
         of punctuation and of the sentence boundaries). ``cols`` holds n_uni unigram, n_bi bigram, the
         trigram, then the pattern columns with the given extents. The first strongest column wins a
-        tie; the unigram part, which starts every window of x, is ranked once per lexeme."""
-        strong = self.strong
-        best = self._ubest.get(x) if n_uni else None
-        if best is None:
-            best = self._rank([None] * self.n_labels, cols[:n_uni], 0)
-            if n_uni:
-                self._ubest[x] = best
-        best = self._rank(list(best), cols[n_uni:], n_uni) if any(map(strong.__getitem__, cols[n_uni:])) else best
+        tie. The unigram part starts every window of x: it is ranked once per lexeme, and its units are
+        the window's when no other column can be evidence."""
+        rest = cols[n_uni:]
+        more = any(map(self.strong.__getitem__, rest))
+        if n_uni:
+            hit = self._ubest.get(x)
+            if hit is None:
+                ranked = self._rank([None] * self.n_labels, cols[:n_uni], 0)
+                hit = self._ubest[x] = (ranked, self._trimmed(ranked, cols[:n_uni], n_uni, 0, [], BOS, BOS, x))
+            if not more:
+                return hit[1]
+            best = self._rank(list(hit[0]), rest, n_uni)
+        elif more:
+            best = self._rank([None] * self.n_labels, rest, 0)
+        else:
+            return ()
+        return self._trimmed(best, cols, n_uni, n_bi, pattern, a, b, x)
+
+    def _trimmed(
+        self, best: list, cols: tuple[int, ...], n_uni: int, n_bi: int, pattern: list, a: Any, b: Any, x: Any
+    ) -> tuple:
+        """The units of :meth:`_units` from the strongest column per label (see :meth:`_rank`)."""
         if not any(best):
             return ()
         n_tri = len(cols) - len(pattern)
@@ -275,7 +309,7 @@ class _Windows(dict):
             new_cols = self.cols[done:]
             lens = [len(c) for c in new_cols]
             ptr = np.cumsum([self._n_cols] + lens[:-1])
-            flat = [c for cols in new_cols for c in cols]
+            flat = np.fromiter(chain.from_iterable(new_cols), dtype=np.intp, count=sum(lens))
             rows, self._pending = self._pending, []
             evw, ext = _grown(old.evw, done, (), n), _grown(old.ext, done, (), n)
             evw[done:n], ext[done:n] = -np.inf, 0
@@ -288,7 +322,7 @@ class _Windows(dict):
             ]
             if found:
                 at, label, units = zip(*found)
-                values = np.array(units)
+                values = np.fromiter(chain.from_iterable(units), dtype=np.float64, count=5 * len(units)).reshape(-1, 5)
                 evw[at, label] = values[:, 0]
                 ext[at, label] = values[:, 1:]
             self._arrays = _Arrays(

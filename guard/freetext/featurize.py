@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
 from guard.freetext.normalize import Normalized, normalize
@@ -185,6 +185,24 @@ _PREFIX_GROUP = {"w=": "words", "l=": "lemmas", "c=": "classes", "s=": "shape", 
 GROUPS = ("words", "lemmas", "classes", "shape", "suffix", "bigrams", "trigrams", "patterns", "clauses")
 
 
+def _lemma_tables() -> dict[str, dict[str, Any]]:
+    """spaCy's English lemma tables (lookup, exceptions, index) from spacy-lookups-data, as plain dicts.
+
+    ``spacy.lookups.load_lookups`` reads the same files and then hashes every key into a ``Table``,
+    which takes twice as long as reading them; a table's ``get(word)`` is the plain dict's.
+    """
+    from spacy.lookups import load_lookups
+    from spacy.util import load_language_data, registry
+
+    names = ("lemma_lookup", "lemma_exc", "lemma_index")
+    try:
+        files = registry.lookups.get("en")
+        return {name: cast(dict, load_language_data(files[name])) for name in names}
+    except Exception:  # spacy-lookups-data missing or laid out otherwise: spaCy's own loader (a Table reads alike)
+        lookups = load_lookups("en", list(names))
+        return {name: cast(dict, lookups.get_table(name)) for name in names}
+
+
 class Linguistics:
     """spaCy tokenizer + lookup lemmas + lexicon, with per-lexeme caches.
 
@@ -193,19 +211,19 @@ class Linguistics:
 
     def __init__(self, lexicon: Lexicon, matcher: FastMatcher, morphology: dict[str, list[str]]) -> None:
         import spacy
-        from spacy.lookups import load_lookups
 
         self.lexicon = lexicon
-        tables = load_lookups("en", ["lemma_exc", "lemma_index"])
+        tables = _lemma_tables()
         #: irregular verb forms -> lemmas, and the verbs' base forms (spaCy's rule lemmatizer tables)
-        self.verb_exc: dict[str, list[str]] = dict(tables.get_table("lemma_exc")["verb"])
-        self.verb_index = frozenset(tables.get_table("lemma_index")["verb"])
+        self.verb_exc: dict[str, list[str]] = dict(tables["lemma_exc"]["verb"])
+        self.verb_index = frozenset(tables["lemma_index"]["verb"])
         self.matcher = matcher
         self.nlp = spacy.blank("en")
         self.vocab = self.nlp.vocab
         self.strings = self.vocab.strings
         self.tokenizer: Tokenizer = self.nlp.tokenizer
-        self.lemmas = load_lookups("en", ["lemma_lookup"]).get_table("lemma_lookup")
+        #: word -> lookup lemma
+        self.lemmas: dict[str, Any] = tables["lemma_lookup"]
         self.cmp_forms = frozenset(morphology.get("comparative", ()))
         self.sup_forms = frozenset(morphology.get("superlative", ()))
         self.not_cmp = frozenset(morphology.get("not_comparative", ()))
