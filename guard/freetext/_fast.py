@@ -83,15 +83,27 @@ class _Windows(dict):
     #: 40,892 windows of 31,000 distinct sentences), so the cache stays under about 200 MB.
     LIMIT = 200_000
 
-    def __init__(
-        self, vocabulary: dict[str, int], wlist: list[list[float]], groups: frozenset[str], matcher: Any
-    ) -> None:
+    def __init__(self, vocabulary: dict[str, int], weights: np.ndarray, groups: frozenset[str], matcher: Any) -> None:
         super().__init__()
-        self.vocabulary, self.wlist, self.groups, self.matcher = vocabulary, wlist, groups, matcher
-        self.n_labels = len(wlist[0]) if wlist else 0
+        self.vocabulary, self.groups, self.matcher = vocabulary, groups, matcher
+        #: the model's weights as float64, one row per column
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.n_labels = self.weights.shape[1]
         self.trigrams, self.patterns = "trigrams" in groups, "patterns" in groups
-        #: per column, the (label, weight) pairs that can be evidence
-        self.strong = [tuple((j, w) for j, w in enumerate(row) if w >= MIN_EVIDENCE) for row in wlist]
+        #: per column, the (label, weight) pairs that can be evidence, labels in order
+        self.strong: list[tuple[tuple[int, float], ...]] = [()] * len(self.weights)
+        rows, labels = np.nonzero(self.weights >= MIN_EVIDENCE)
+        for r, j, w in zip(rows.tolist(), labels.tolist(), self.weights[rows, labels].tolist()):
+            self.strong[r] += ((j, w),)
+        #: every ending " b x" of a known trigram "t=a b x" (each tail after a space): a trigram is looked up
+        #: only for a pair whose ending is one
+        self._trigram_ends = frozenset(
+            " " + " ".join(parts[k:])
+            for f in vocabulary
+            if f[:2] == "t="
+            for parts in [f.split(" ")]
+            for k in range(1, len(parts))
+        )
         self.reset()
 
     def reset(self) -> None:
@@ -126,10 +138,8 @@ class _Windows(dict):
         pair = self._pairs.get((b, x))
         if pair is None:
             pair = self._pairs[(b, x)] = self._pair(b, x)
-        i, n_uni, n_bi, short, third = pair
-        tri = None
-        if self.trigrams and b is not BOS and x is not EOS:
-            tri = self.vocabulary.get(tri_feature(a, b, x))
+        i, n_uni, n_bi, short, third, trigram = pair
+        tri = self.vocabulary.get(tri_feature(a, b, x)) if trigram else None
         found = a.m[0]
         if third:
             third = any(n == 3 and first in found for n, first, _, _ in short)
@@ -155,7 +165,7 @@ class _Windows(dict):
         lexeme adds nothing, its numbers of unigram and bigram columns, the short pattern variants
         ending on x whose conditions on b x hold and whose feature is known, as (length, the
         condition on the first lexeme, columns, extent) in the matcher's order, whether one of them
-        has length 3).
+        has length 3, whether a known trigram ends on b x).
 
         A window's first lexeme adds columns only through a trigram, a pattern of length 3 or the
         start of a long pattern. Without them its columns are the unigram, bigram and short pattern
@@ -179,7 +189,8 @@ class _Windows(dict):
                 cols += pcols
                 pattern += [extent] * len(pcols)
         i = self._add(BOS, b, x, cols, n_uni, n_bi, pattern, 0)
-        return i, n_uni, n_bi, tuple(short), any(s[0] == 3 for s in short)
+        trigram = self.trigrams and b is not BOS and x is not EOS and f" {b.abs} {x.abs}" in self._trigram_ends
+        return i, n_uni, n_bi, tuple(short), any(s[0] == 3 for s in short), trigram
 
     def _short_ends(self, held: frozenset[int], x: Any) -> list:
         """The short pattern variants ending on x whose feature is known and whose conditions on the

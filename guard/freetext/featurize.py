@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
 from guard.freetext.normalize import Normalized, normalize
-from guard.payload.slots import scan_template
 
 if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
@@ -65,6 +64,8 @@ def _masked(m: re.Match[str]) -> str:
 
 def _mask_scanned(text: str) -> str:
     """:func:`mask_slots` for any text: the slots the payload's tokenizer finds."""
+    from guard.payload.slots import scan_template  # the regex module and the findings, for odd braces only
+
     slots, _ = scan_template(text)
     if not slots:
         return text
@@ -477,7 +478,8 @@ class Linguistics:
         return value
 
     def _special_pairs(self) -> frozenset:
-        """Adjacent token pairs inside the tokenizer's multi-token special cases."""
+        """Adjacent token pairs inside the tokenizer's multi-token special cases (their texts as the
+        tokenizer without special cases splits them: all in one document, see :meth:`_glued`)."""
         from spacy.tokenizer import Tokenizer
 
         t = self.tokenizer
@@ -493,10 +495,15 @@ class Linguistics:
         self._bare = bare
         from spacy.attrs import ORTH
 
+        rules = [s for s in t.rules if not any(c.isspace() for c in s)]
+        glued = self._glued(bare, rules) if rules else None
+        split_rules = dict(zip(rules, glued)) if glued is not None else {}
+        strings = self.strings
         pairs: set[tuple[str, str]] = set()
         changed: set[int] = set()
         for s, case in t.rules.items():
-            toks = [x.text for x in bare(s)]
+            orths = split_rules.get(s)
+            toks = [x.text for x in bare(s)] if orths is None else [strings[o] for o in orths]
             pairs.update(zip(toks, toks[1:]))
             made = [piece[ORTH] for piece in case]
             if made != toks:

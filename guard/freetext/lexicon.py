@@ -19,8 +19,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from guard.errors import ModelError
 
 #: Attribute names a pattern may use, mapped to the key prefix of FastMatcher.
@@ -44,6 +42,8 @@ FLAG_ATTRS = (NATIVE_ATTRS | CUSTOM_ATTRS) - VALUE_ATTRS.keys()
 def default_lexicon() -> dict[str, Any]:
     """The lexicon shipped with guard, as plain data."""
     text = (resources.files("guard.freetext") / "lexicon.yaml").read_text(encoding="utf-8")
+    import yaml  # only here: a shipped model carries its lexicon, and predicting never reads the file
+
     data = yaml.safe_load(text)
     _check_words(data)
     return data

@@ -157,9 +157,7 @@ class FreeTextClassifier:
         if ling is None:
             ling = linguistics(self.lexicon)
             self._groups = frozenset(self.groups)
-            self._windows = _Windows(
-                self.vocabulary, self.weights.astype(np.float64).tolist(), self._groups, ling.matcher
-            )
+            self._windows = _Windows(self.vocabulary, self.weights, self._groups, ling.matcher)
             self._wsum = {}
             self._lock = threading.Lock()
             self._patterns = patterns = "patterns" in self.groups
@@ -202,13 +200,13 @@ class FreeTextClassifier:
         """Summed weights per label of some columns (cached)."""
         w = self._wsum.get(cols)
         if w is None:
-            wlist = self._windows.wlist
+            rows = self._windows.weights[list(cols)].tolist()
             if len(cols) == 1:
-                w = tuple(wlist[cols[0]])
+                w = tuple(rows[0])
             elif not cols:
                 w = (0.0,) * len(self.labels)
             else:
-                w = tuple(map(sum, zip(*(wlist[c] for c in cols))))
+                w = tuple(map(sum, zip(*rows)))
             self._wsum[cols] = w
         return w
 
