@@ -444,3 +444,64 @@ def test_lazy_state_is_built_by_prepare_not_by_reading_attributes():
     assert clf.prepare() is ling and clf._windows is windows
     assert clf._label_sets()[0] == () and clf._label_sets()[-1] == clf.labels
     assert clf._label_index() == {lab: j for j, lab in enumerate(clf.labels)}
+
+
+def _plain_window(w, a, b, x):
+    """A window's columns and flags as first defined: unigram, bigram, trigram, then the short pattern
+    matches ending on x in the matcher's order; LONG where a long pattern may start on a."""
+    from guard.freetext.featurize import BOS, COND, EOS, LEAD, LONG, tri_feature
+
+    cols = w.unigram_columns(x) if x is not EOS else ()
+    cols += w.bigram_columns(b, x)
+    if w.trigrams and b is not BOS and x is not EOS:
+        col = w.vocabulary.get(tri_feature(a, b, x))
+        cols += () if col is None else (col,)
+    if w.patterns and x is not EOS:
+        for name, _ in w.matcher.ending(a.m, b.m, x.m):
+            cols += w.pattern_columns(name)
+    flags = x.flags & (COND | LEAD)
+    if w.patterns and a.m[3] and w.matcher.may_start_long(a.m, b.m, x.m):
+        flags |= LONG
+    return cols, flags
+
+
+def _assert_windows_are_plain(clf, texts):
+    from guard.freetext.featurize import BOS, EOS
+
+    ling = clf.prepare()
+    w = clf._windows
+    with clf._guard():
+        clf._batch(texts)
+        for lexes in ling.fast_lexes(texts):
+            seq = [BOS, BOS, *lexes, EOS]
+            for key in zip(seq, seq[1:], seq[2:]):
+                i = w[key]
+                assert (w.cols[i], w.flags[i]) == _plain_window(w, *key), [x.text for x in lexes]
+
+
+def test_shared_windows_hold_the_columns_in_the_plain_order_on_the_corpus(shipped, corpus_examples):
+    """Windows whose first lexeme adds nothing share their pair's id; every window still holds exactly the
+    columns, in the order (which fixes how the scores are summed and which evidence wins a tie), and the
+    flags of the plain definition."""
+    _assert_windows_are_plain(shipped, [e.text for e in corpus_examples])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join), min_size=1, max_size=8))
+def test_shared_windows_hold_the_columns_in_the_plain_order(shipped, texts):
+    _assert_windows_are_plain(shipped, texts)
+
+
+def test_predictions_equal_the_featurizer_reference_on_the_whole_corpus(shipped, corpus_examples):
+    """Every corpus sentence, also behind an opener: the fast path's scores equal the plain sum of the
+    featurizer's feature weights, and its labels are those scores' decisions (spans: see
+    test_spans_equal_the_reference_computation_on_the_whole_corpus)."""
+    texts = [e.text for e in corpus_examples] + ["Update: " + e.text for e in corpus_examples[::2]]
+    preds = shipped.predict(texts)
+    reference = np.array([_reference_scores(shipped, t) for t in texts])
+    np.testing.assert_allclose(shipped.decision_function(texts), reference, rtol=0, atol=1e-9)
+    t = np.clip(shipped.thresholds, 1e-12, 1 - 1e-12)
+    decided = reference >= np.log(t / (1 - t))
+    assert [p.labels for p in preds] == [tuple(lab for lab, on in zip(shipped.labels, row) if on) for row in decided]
+    scores = np.array([[p.scores[lab] for lab in shipped.labels] for p in preds])
+    np.testing.assert_allclose(scores, 1 / (1 + np.exp(-np.clip(reference, -500, 500))), rtol=0, atol=1e-9)
