@@ -138,15 +138,14 @@ class _Windows(dict):
         pair = self._pairs.get((b, x))
         if pair is None:
             pair = self._pairs[(b, x)] = self._pair(b, x)
-        i, n_uni, n_bi, short, third, trigram = pair
+        i, n_ub, short, third, trigram = pair
         tri = self.vocabulary.get(tri_feature(a, b, x)) if trigram else None
         found = a.m[0]
-        if third:
-            third = any(n == 3 and first in found for n, first, _, _ in short)
-        long = self.patterns and a.m[3] and self.matcher.may_start_long(a.m, b.m, x.m)
+        third = third and not third.isdisjoint(found)
+        long = a.m[3] and self.patterns and self.matcher.may_start_long(a.m, b.m, x.m)
         if tri is not None or third or long:
-            cols = self.cols[i][: n_uni + n_bi] + (() if tri is None else (tri,))
-            added = cols[n_uni + n_bi :]
+            cols = self.cols[i][:n_ub] + (() if tri is None else (tri,))
+            added = cols[n_ub:]
             pattern: list[tuple[int, int]] = []
             for n, first, pcols, extent in short:
                 if n < 3 or first in found:
@@ -156,16 +155,18 @@ class _Windows(dict):
                         added += pcols
             # columns that cannot be evidence leave the pair's evidence as it is (their extents alone reach a)
             same = not any(map(self.strong.__getitem__, added))
-            i = self._add(a, b, x, cols, n_uni, n_bi, pattern, LONG if long else 0, self._evidence[i] if same else ())
+            n_uni = len(self._ucache[x]) if x is not EOS else 0
+            units = self._evidence[i] if same else ()
+            i = self._add(a, b, x, cols, n_uni, n_ub - n_uni, pattern, LONG if long else 0, units)
         self[key] = i
         return i
 
     def _pair(self, b: Any, x: Any) -> tuple:
         """What the windows ending on b x share, computed once per pair: (id of the window whose first
-        lexeme adds nothing, its numbers of unigram and bigram columns, the short pattern variants
+        lexeme adds nothing, its number of unigram and bigram columns, the short pattern variants
         ending on x whose conditions on b x hold and whose feature is known, as (length, the
-        condition on the first lexeme, columns, extent) in the matcher's order, whether one of them
-        has length 3, whether a known trigram ends on b x).
+        condition on the first lexeme, columns, extent) in the matcher's order, the conditions on
+        the first lexeme of those of length 3, whether a known trigram ends on b x).
 
         A window's first lexeme adds columns only through a trigram, a pattern of length 3 or the
         start of a long pattern. Without them its columns are the unigram, bigram and short pattern
@@ -174,28 +175,26 @@ class _Windows(dict):
         cols = self.unigram_columns(x) if x is not EOS else ()
         n_uni = len(cols)
         cols += self.bigram_columns(b, x)
-        n_bi = len(cols) - n_uni
-        short: list = []
+        n_ub = len(cols)
+        short: tuple = ()
+        pattern: tuple = ()
+        third: frozenset = frozenset()
         if self.patterns and x is not EOS and x.m[2]:
             # lexemes often hold the same conditions, so the variants are found once per (conditions, x)
-            key = (b.m[0], x)
-            found = self._ends.get(key)
-            if found is None:
-                found = self._ends[key] = self._short_ends(b.m[0], x)
-            short = found
-        pattern: list[tuple[int, int]] = []
-        for n, _, pcols, extent in short:
-            if n < 3:
-                cols += pcols
-                pattern += [extent] * len(pcols)
-        i = self._add(BOS, b, x, cols, n_uni, n_bi, pattern, 0)
+            ends = self._ends.get((b.m[0], x))
+            if ends is None:
+                ends = self._ends[(b.m[0], x)] = self._short_ends(b.m[0], x)
+            short, pcols, pattern, third = ends
+            cols += pcols
+        i = self._add(BOS, b, x, cols, n_uni, n_ub - n_uni, pattern, 0)
         trigram = self.trigrams and b is not BOS and x is not EOS and f" {b.abs} {x.abs}" in self._trigram_ends
-        return i, n_uni, n_bi, tuple(short), any(s[0] == 3 for s in short), trigram
+        return i, n_ub, short, third, trigram
 
-    def _short_ends(self, held: frozenset[int], x: Any) -> list:
+    def _short_ends(self, held: frozenset[int], x: Any) -> tuple:
         """The short pattern variants ending on x whose feature is known and whose conditions on the
         lexeme before x (holding the conditions ``held``) and on x hold, in the matcher's order, as
-        (length, the condition on the first lexeme, columns, extent)."""
+        (length, the condition on the first lexeme, columns, extent); the columns and extents of those
+        up to length 2 (which hold whatever the first lexeme), and the first conditions of those of 3."""
         out = []
         for name, cids in x.m[2]:
             n = len(cids)
@@ -203,7 +202,9 @@ class _Windows(dict):
                 pcols = self.pattern_columns(name)
                 if pcols:
                     out.append((n, cids[0], pcols, (1 - n, 1)))
-        return out
+        cols = tuple(c for n, _, pcols, _ in out if n < 3 for c in pcols)
+        pattern = tuple(extent for n, _, pcols, extent in out if n < 3 for _ in pcols)
+        return tuple(out), cols, pattern, frozenset(first for n, first, _, _ in out if n == 3)
 
     def _add(
         self,
@@ -213,7 +214,7 @@ class _Windows(dict):
         cols: tuple[int, ...],
         n_uni: int,
         n_bi: int,
-        pattern: list,
+        pattern: Sequence[tuple[int, int]],
         flags: int,
         units: tuple | None = (),
     ) -> int:
@@ -250,7 +251,9 @@ class _Windows(dict):
             c = self._pcache[name] = (self.vocabulary[f],) if f in self.vocabulary else ()
         return c
 
-    def _units(self, cols: tuple[int, ...], n_uni: int, n_bi: int, pattern: list, a: Any, b: Any, x: Any) -> tuple:
+    def _units(
+        self, cols: tuple[int, ...], n_uni: int, n_bi: int, pattern: Sequence[tuple[int, int]], a: Any, b: Any, x: Any
+    ) -> tuple:
         """Per label, the strongest feature of a window if its weight reaches MIN_EVIDENCE:
         (weight, from, to, trimmed from, trimmed to) in token positions relative to the window's last
         token (a word, the word pair, the three words, or a short pattern match ending there; trimmed
@@ -275,7 +278,15 @@ class _Windows(dict):
         return self._trimmed(best, cols, n_uni, n_bi, pattern, a, b, x)
 
     def _trimmed(
-        self, best: list, cols: tuple[int, ...], n_uni: int, n_bi: int, pattern: list, a: Any, b: Any, x: Any
+        self,
+        best: list,
+        cols: tuple[int, ...],
+        n_uni: int,
+        n_bi: int,
+        pattern: Sequence[tuple[int, int]],
+        a: Any,
+        b: Any,
+        x: Any,
     ) -> tuple:
         """The units of :meth:`_units` from the strongest column per label (see :meth:`_rank`)."""
         if not any(best):
