@@ -212,6 +212,7 @@ class FastMatcher:
         self.plain = frozenset(i for i, cond in enumerate(self.conditions) if len(cond) == 1 and cond[0][0])
         #: lexeme keys -> state, shared by the lexemes that hold the same keys ("The", "the")
         self._states: dict[frozenset[str], tuple] = {}
+        self._by_sat: dict[frozenset[int], tuple] = {}
         for i, cond in enumerate(self.conditions):
             positive = [keys for must, keys in cond if must]
             if not positive:
@@ -240,12 +241,16 @@ class FastMatcher:
             i for i in cands - plain if all((not keys.isdisjoint(s)) == must for must, s in self.conditions[i])
         )
         sat |= plain
-        starts = tuple(v for c in sorted(sat) for v in self.by_first.get(c, ()))
-        ends = tuple(v for c in sorted(sat) for v in self.short_by_last.get(c, ()))
-        long_starts = tuple(v for v in starts if len(v[1]) > self.SHORT)
+        state = self._by_sat.get(sat)  # the rest follows from the conditions, which many lexemes share
+        if state is None:
+            starts = tuple(v for c in sorted(sat) for v in self.by_first.get(c, ()))
+            ends = tuple(v for c in sorted(sat) for v in self.short_by_last.get(c, ()))
+            long_starts = tuple(v for v in starts if len(v[1]) > self.SHORT)
+            state = self._by_sat[sat] = (sat, starts, ends, long_starts)
         if len(self._states) > 100_000:
             self._states.clear()
-        state = self._states[keys] = (sat, starts, ends, long_starts)
+            self._by_sat.clear()
+        self._states[keys] = state
         return state
 
     def ending(self, a: tuple, b: tuple, x: tuple) -> tuple[tuple[str, int], ...]:
