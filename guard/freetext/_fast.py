@@ -51,6 +51,9 @@ class Unit(NamedTuple):
     trim_end: int
 
 
+_unit = tuple.__new__
+
+
 class _Arrays(NamedTuple):
     """Per window id: where its columns sit in ``colflat``, its flags (LONG: a long pattern may start at
     its first lexeme; COND, LEAD: those of its last), the length of its last lexeme, and per label its
@@ -241,8 +244,8 @@ class _Windows(dict):
         """Columns of the bigram features of a b (computed once per pair: :meth:`_pair` caches the window)."""
         if "bigrams" not in self.groups:
             return ()
-        vocab = self.vocabulary
-        return tuple(vocab[f] for f in bi_features(a, b) if f in vocab)
+        get = self.vocabulary.get
+        return tuple(c for c in map(get, bi_features(a, b)) if c is not None)
 
     def pattern_columns(self, name: str) -> tuple[int, ...]:
         c = self._pcache.get(name)
@@ -309,7 +312,7 @@ class _Windows(dict):
                     s += 1
                 while e > s and toks[e - 1].punct:
                     e -= 1
-                units[j] = Unit(w, s0, e0, s, e)
+                units[j] = _unit(Unit, (w, s0, e0, s, e))  # Unit(...) without its Python-level __new__
         return tuple(units)
 
     def _rank(self, best: list, cols: tuple[int, ...], offset: int) -> list:
