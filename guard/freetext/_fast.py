@@ -114,6 +114,7 @@ class _Windows(dict):
         self._ucache: dict = {}
         self._pcache: dict = {}
         self._pairs: dict = {}
+        self._alone: dict = {}
         self._ubest: dict = {}
         self._ends: dict = {}
         none = (None,) * self.n_labels
@@ -189,7 +190,13 @@ class _Windows(dict):
                 ends = self._ends[(b.m[0], x)] = self._short_ends(b.m[0], x)
             short, pcols, pattern, third = ends
             cols += pcols
-        i = self._add(BOS, b, x, cols, n_uni, n_ub - n_uni, pattern, 0)
+        if len(cols) == n_uni:
+            # nor does b: the window is x's alone (its evidence is x's unigram evidence), shared by every such pair
+            i = self._alone.get(x, -1)
+            if i < 0:
+                i = self._alone[x] = self._add(BOS, BOS, x, cols, n_uni, 0, (), 0)
+        else:
+            i = self._add(BOS, b, x, cols, n_uni, n_ub - n_uni, pattern, 0)
         trigram = self.trigrams and b is not BOS and x is not EOS and f" {b.abs} {x.abs}" in self._trigram_ends
         return i, n_ub, short, third, trigram
 
