@@ -75,8 +75,11 @@ class _Windows(dict):
     A window stands for the features ending on its last lexeme x (unigram, bigram,
     trigram, short pattern matches): their columns and, per label, the strongest
     of them as evidence. A warm window costs one dict hit (``map(windows.__getitem__,
-    ...)`` runs in C); ``__missing__`` builds a new one. The per-id data is mirrored
-    in numpy arrays so that a batch is scored and its evidence ranked in bulk.
+    ...)`` runs in C); ``__missing__`` builds a new one. Windows with the same columns
+    and evidence share an id: those whose first lexeme adds nothing share their pair's
+    (:meth:`_pair`), and pairs whose first lexeme adds nothing share x's own, so a cold
+    pass builds one id per distinct content, not per distinct triple. The per-id data is
+    mirrored in numpy arrays so that a batch is scored and its evidence ranked in bulk.
     """
 
     #: Id of the pseudo-window holding only the bias column, which starts every sentence.
