@@ -8,7 +8,7 @@ Measures, on this machine (2 cores; prediction runs in one process):
   * ``predict`` called on batches of 5 sentences, as the lint stage calls it per template;
   * the same on a cold process: the first pass over the distinct corpus sentences;
   * ``guard classify`` on --sentences lines (JSON Lines out) against a process
-    that only tokenizes the same lines;
+    that only tokenizes the same lines, and that its output equals the in-process predictions;
   * model load time (in-process, and a fresh process: imports + load + first
     prediction) and the model file size.
 
@@ -165,6 +165,9 @@ def main() -> None:
         guard_cmd = [sys.executable, "-m", "guard.cli.main", "classify", str(src), "--format", "jsonl"]
         reps = max(2, args.repeat // 2)
         tok_wall, cli_wall = wall(tok_cmd, reps), wall(guard_cmd, reps)
+        # the command's cold pass (its own caches, gc off) prints what the warm in-process predict gives
+        printed = subprocess.run(guard_cmd, capture_output=True, text=True, check=True, cwd=ROOT).stdout
+        same_output = printed.splitlines() == [json.dumps(p.to_dict(), ensure_ascii=False) for p in clf.predict(texts)]
 
     size = default_model_path().stat().st_size
     rows = [
@@ -208,6 +211,7 @@ def main() -> None:
         ("predict_proba (labels + scores) >= 20,000 sentences/s", max(proba, proba_cpu) >= 20000),
         ("predict with evidence spans >= 20,000 sentences/s", max(pred, pred_cpu) >= 20000),
         ("guard classify within 2x of tokenize-only (issue 16)", cli_wall <= 2 * tok_wall),
+        ("guard classify prints the in-process predictions, line for line", same_output),
         ("load < 1 s", fresh["load"] < 1.0 and load_s < 1.0),
         ("model < 20 MB", size < 20e6),
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -25,7 +26,19 @@ def classify_cmd(
     if fmt not in FORMATS:
         raise OptionError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}", location="--format")
     lines = read_lines(file)
-    clf = load(model)
+    # one pass in a process that ends after it: the model's caches hold no cycles, and a collection
+    # between batches would walk all of them again
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _classify(lines, load(model), fmt)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _classify(lines: list[str], clf, fmt: str) -> None:
+    encode = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps builds an encoder per call
     out = sys.stdout
     if fmt == "json":
         out.write("[")
@@ -35,9 +48,9 @@ def classify_cmd(
         if fmt == "text":
             out.write("".join(_text_line(p) for p in preds))
         elif fmt == "jsonl":
-            out.write("".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in preds))
+            out.write("".join([encode(p.to_dict()) + "\n" for p in preds]))
         else:
-            chunk = ",\n".join(json.dumps(p.to_dict(), ensure_ascii=False) for p in preds)
+            chunk = ",\n".join(encode(p.to_dict()) for p in preds)
             if chunk:
                 out.write(("\n" if first else ",\n") + chunk)
                 first = False

@@ -18,6 +18,7 @@ Nothing here is pickled: the model drops every private attribute when saved.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -50,6 +51,9 @@ class Unit(NamedTuple):
     trim_end: int
 
 
+_unit = tuple.__new__
+
+
 class _Arrays(NamedTuple):
     """Per window id: where its columns sit in ``colflat``, its flags (LONG: a long pattern may start at
     its first lexeme; COND, LEAD: those of its last), the length of its last lexeme, and per label its
@@ -71,8 +75,11 @@ class _Windows(dict):
     A window stands for the features ending on its last lexeme x (unigram, bigram,
     trigram, short pattern matches): their columns and, per label, the strongest
     of them as evidence. A warm window costs one dict hit (``map(windows.__getitem__,
-    ...)`` runs in C); ``__missing__`` builds a new one. The per-id data is mirrored
-    in numpy arrays so that a batch is scored and its evidence ranked in bulk.
+    ...)`` runs in C); ``__missing__`` builds a new one. Windows with the same columns
+    and evidence share an id: those whose first lexeme adds nothing share their pair's
+    (:meth:`_pair`), and pairs whose first lexeme adds nothing share x's own, so a cold
+    pass builds one id per distinct content, not per distinct triple. The per-id data is
+    mirrored in numpy arrays so that a batch is scored and its evidence ranked in bulk.
     """
 
     #: Id of the pseudo-window holding only the bias column, which starts every sentence.
@@ -82,26 +89,43 @@ class _Windows(dict):
     #: 40,892 windows of 31,000 distinct sentences), so the cache stays under about 200 MB.
     LIMIT = 200_000
 
-    def __init__(
-        self, vocabulary: dict[str, int], wlist: list[list[float]], groups: frozenset[str], matcher: Any
-    ) -> None:
+    def __init__(self, vocabulary: dict[str, int], weights: np.ndarray, groups: frozenset[str], matcher: Any) -> None:
         super().__init__()
-        self.vocabulary, self.wlist, self.groups, self.matcher = vocabulary, wlist, groups, matcher
-        self.n_labels = len(wlist[0]) if wlist else 0
+        self.vocabulary, self.groups, self.matcher = vocabulary, groups, matcher
+        #: the model's weights as float64, one row per column
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.n_labels = self.weights.shape[1]
         self.trigrams, self.patterns = "trigrams" in groups, "patterns" in groups
-        #: per column, the (label, weight) pairs that can be evidence
-        self.strong = [tuple((j, w) for j, w in enumerate(row) if w >= MIN_EVIDENCE) for row in wlist]
+        #: per column, the (label, weight) pairs that can be evidence, labels in order
+        self.strong: list[tuple[tuple[int, float], ...]] = [()] * len(self.weights)
+        rows, labels = np.nonzero(self.weights >= MIN_EVIDENCE)
+        for r, j, w in zip(rows.tolist(), labels.tolist(), self.weights[rows, labels].tolist()):
+            self.strong[r] += ((j, w),)
+        #: every ending " b x" of a known trigram "t=a b x" (each tail after a space): a trigram is looked up
+        #: only for a pair whose ending is one
+        self._trigram_ends = frozenset(
+            " " + " ".join(parts[k:])
+            for f in vocabulary
+            if f[:2] == "t="
+            for parts in [f.split(" ")]
+            for k in range(1, len(parts))
+        )
         self.reset()
 
     def reset(self) -> None:
         self.clear()
         self._ucache: dict = {}
-        self._bcache: dict = {}
         self._pcache: dict = {}
+        self._pairs: dict = {}
+        self._alone: dict = {}
+        self._ubest: dict = {}
+        self._ends: dict = {}
         none = (None,) * self.n_labels
         self.cols: list[tuple[int, ...]] = [(self.vocabulary["bias"],)]
         self.units: list[tuple[Unit | None, ...]] = [none]
         self.flags: list[int] = [0]
+        #: per window id, its units as computed (None where there are none)
+        self._evidence: list[tuple | None] = [None]
         self._pending: list[tuple] = [(0, False, None)]
         self._synced = 0
         self._n_cols = 0
@@ -118,28 +142,104 @@ class _Windows(dict):
 
     def __missing__(self, key: tuple) -> int:
         a, b, x = key
+        pair = self._pairs.get((b, x))
+        if pair is None:
+            pair = self._pairs[(b, x)] = self._pair(b, x)
+        i, n_ub, short, third, trigram = pair
+        tri = self.vocabulary.get(tri_feature(a, b, x)) if trigram else None
+        found = a.m[0]
+        third = third and not third.isdisjoint(found)
+        long = a.m[3] and self.patterns and self.matcher.may_start_long(a.m, b.m, x.m)
+        if tri is not None or third or long:
+            cols = self.cols[i][:n_ub] + (() if tri is None else (tri,))
+            added = cols[n_ub:]
+            pattern: list[tuple[int, int]] = []
+            for n, first, pcols, extent in short:
+                if n < 3 or first in found:
+                    cols += pcols
+                    pattern += [extent] * len(pcols)
+                    if n == 3:
+                        added += pcols
+            # columns that cannot be evidence leave the pair's evidence as it is (their extents alone reach a)
+            same = not any(map(self.strong.__getitem__, added))
+            n_uni = len(self._ucache[x]) if x is not EOS else 0
+            units = self._evidence[i] if same else ()
+            i = self._add(a, b, x, cols, n_uni, n_ub - n_uni, pattern, LONG if long else 0, units)
+        self[key] = i
+        return i
+
+    def _pair(self, b: Any, x: Any) -> tuple:
+        """What the windows ending on b x share, computed once per pair: (id of the window whose first
+        lexeme adds nothing, its number of unigram and bigram columns, the short pattern variants
+        ending on x whose conditions on b x hold and whose feature is known, as (length, the
+        condition on the first lexeme, columns, extent) in the matcher's order, the conditions on
+        the first lexeme of those of length 3, whether a known trigram ends on b x).
+
+        A window's first lexeme adds columns only through a trigram, a pattern of length 3 or the
+        start of a long pattern. Without them its columns are the unigram, bigram and short pattern
+        columns of b x, and its evidence spans at most b x: BOS stands for the first lexeme, and
+        every such window shares this id."""
         cols = self.unigram_columns(x) if x is not EOS else ()
         n_uni = len(cols)
         cols += self.bigram_columns(b, x)
-        n_bi = len(cols) - n_uni
-        if self.trigrams and b is not BOS and x is not EOS:
-            col = self.vocabulary.get(tri_feature(a, b, x))
-            if col is not None:
-                cols += (col,)
-        pattern: list[tuple[int, int]] = []
-        if self.patterns and x is not EOS:
-            for name, length in self.matcher.ending(a.m, b.m, x.m):
-                found = self.pattern_columns(name)
-                cols += found
-                pattern += [(1 - length, 1)] * len(found)
-        units = self._units(cols, n_uni, n_bi, pattern, a, b, x) if any(map(self.strong.__getitem__, cols)) else None
-        flags = x.flags & (COND | LEAD)
-        if self.patterns and a.m[3] and self.matcher.may_start_long(a.m, b.m, x.m):
-            flags |= LONG
-        i = self[key] = len(self.cols)
+        n_ub = len(cols)
+        short: tuple = ()
+        pattern: tuple = ()
+        third: frozenset = frozenset()
+        if self.patterns and x is not EOS and x.m[2]:
+            # lexemes often hold the same conditions, so the variants are found once per (conditions, x)
+            ends = self._ends.get((b.m[0], x))
+            if ends is None:
+                ends = self._ends[(b.m[0], x)] = self._short_ends(b.m[0], x)
+            short, pcols, pattern, third = ends
+            cols += pcols
+        if len(cols) == n_uni:
+            # nor does b: the window is x's alone (its evidence is x's unigram evidence), shared by every such pair
+            i = self._alone.get(x, -1)
+            if i < 0:
+                i = self._alone[x] = self._add(BOS, BOS, x, cols, n_uni, 0, (), 0)
+        else:
+            i = self._add(BOS, b, x, cols, n_uni, n_ub - n_uni, pattern, 0)
+        trigram = self.trigrams and b is not BOS and x is not EOS and f" {b.abs} {x.abs}" in self._trigram_ends
+        return i, n_ub, short, third, trigram
+
+    def _short_ends(self, held: frozenset[int], x: Any) -> tuple:
+        """The short pattern variants ending on x whose feature is known and whose conditions on the
+        lexeme before x (holding the conditions ``held``) and on x hold, in the matcher's order, as
+        (length, the condition on the first lexeme, columns, extent); the columns and extents of those
+        up to length 2 (which hold whatever the first lexeme), and the first conditions of those of 3."""
+        out = []
+        for name, cids in x.m[2]:
+            n = len(cids)
+            if n == 1 or cids[-2] in held:
+                pcols = self.pattern_columns(name)
+                if pcols:
+                    out.append((n, cids[0], pcols, (1 - n, 1)))
+        cols = tuple(c for n, _, pcols, _ in out if n < 3 for c in pcols)
+        pattern = tuple(extent for n, _, pcols, extent in out if n < 3 for _ in pcols)
+        return tuple(out), cols, pattern, frozenset(first for n, first, _, _ in out if n == 3)
+
+    def _add(
+        self,
+        a: Any,
+        b: Any,
+        x: Any,
+        cols: tuple[int, ...],
+        n_uni: int,
+        n_bi: int,
+        pattern: Sequence[tuple[int, int]],
+        flags: int,
+        units: tuple | None = (),
+    ) -> int:
+        """A new window id for (a, b, x) with these columns (and LONG in ``flags`` if a long pattern may
+        start); its evidence units are computed unless given (None: there are none)."""
+        if units == ():
+            units = self._units(cols, n_uni, n_bi, pattern, a, b, x) or None
+        self._evidence.append(units)
+        i = len(self.cols)
         self.cols.append(cols)
         self.units.append(units or self.units[0])
-        self.flags.append(flags)
+        self.flags.append(flags | x.flags & (COND | LEAD))
         self._pending.append((len(x.text) if x is not EOS else 0, x.slot, units))
         return i
 
@@ -151,12 +251,11 @@ class _Windows(dict):
         return c
 
     def bigram_columns(self, a: Any, b: Any) -> tuple[int, ...]:
-        c = self._bcache.get((a, b))
-        if c is None:
-            vocab = self.vocabulary
-            feats = bi_features(a, b) if "bigrams" in self.groups else ()
-            c = self._bcache[(a, b)] = tuple(vocab[f] for f in feats if f in vocab)
-        return c
+        """Columns of the bigram features of a b (computed once per pair: :meth:`_pair` caches the window)."""
+        if "bigrams" not in self.groups:
+            return ()
+        get = self.vocabulary.get
+        return tuple(c for c in map(get, bi_features(a, b)) if c is not None)
 
     def pattern_columns(self, name: str) -> tuple[int, ...]:
         c = self._pcache.get(name)
@@ -165,40 +264,77 @@ class _Windows(dict):
             c = self._pcache[name] = (self.vocabulary[f],) if f in self.vocabulary else ()
         return c
 
-    def _units(self, cols: tuple[int, ...], n_uni: int, n_bi: int, pattern: list, a: Any, b: Any, x: Any) -> tuple:
+    def _units(
+        self, cols: tuple[int, ...], n_uni: int, n_bi: int, pattern: Sequence[tuple[int, int]], a: Any, b: Any, x: Any
+    ) -> tuple:
         """Per label, the strongest feature of a window if its weight reaches MIN_EVIDENCE:
         (weight, from, to, trimmed from, trimmed to) in token positions relative to the window's last
         token (a word, the word pair, the three words, or a short pattern match ending there; trimmed
         of punctuation and of the sentence boundaries). ``cols`` holds n_uni unigram, n_bi bigram, the
-        trigram, then the pattern columns with the given extents."""
-        bigram = (-1, 0) if x is EOS else (-1 if b is not BOS else 0, 1)
+        trigram, then the pattern columns with the given extents. The first strongest column wins a
+        tie. The unigram part starts every window of x: it is ranked once per lexeme, and its units are
+        the window's when no other column can be evidence."""
+        rest = cols[n_uni:]
+        more = any(map(self.strong.__getitem__, rest))
+        if n_uni:
+            hit = self._ubest.get(x)
+            if hit is None:
+                ranked = self._rank([None] * self.n_labels, cols[:n_uni], 0)
+                hit = self._ubest[x] = (ranked, self._trimmed(ranked, cols[:n_uni], n_uni, 0, [], BOS, BOS, x))
+            if not more:
+                return hit[1]
+            best = self._rank(list(hit[0]), rest, n_uni)
+        elif more:
+            best = self._rank([None] * self.n_labels, rest, 0)
+        else:
+            return ()
+        return self._trimmed(best, cols, n_uni, n_bi, pattern, a, b, x)
+
+    def _trimmed(
+        self,
+        best: list,
+        cols: tuple[int, ...],
+        n_uni: int,
+        n_bi: int,
+        pattern: Sequence[tuple[int, int]],
+        a: Any,
+        b: Any,
+        x: Any,
+    ) -> tuple:
+        """The units of :meth:`_units` from the strongest column per label (see :meth:`_rank`)."""
+        if not any(best):
+            return ()
         n_tri = len(cols) - len(pattern)
-        best: list[tuple[float, int, int] | None] = [None] * self.n_labels
-        for k, c in enumerate(cols):
-            strong = self.strong[c]
-            if not strong:
-                continue
-            s, e = (0, 1) if k < n_uni else bigram if k < n_uni + n_bi else (-2, 1) if k < n_tri else pattern[k - n_tri]
-            for j, wj in strong:
-                held = best[j]
-                if held is None or wj > held[0]:
-                    best[j] = (wj, s, e)
-        toks = {-2: a, -1: b, 0: x}
-        first = -1 if a is BOS else -2
-        if b is BOS:
-            first = 0
+        bigram = (-1, 0) if x is EOS else (-1 if b is not BOS else 0, 1)
+        toks = (x, a, b)  # by relative position: 0, -2, -1
+        first = 0 if b is BOS else -1 if a is BOS else -2
         last = 0 if x is EOS else 1
         units: list[Unit | None] = [None] * self.n_labels
         for j, u in enumerate(best):
             if u is not None:
-                w, s0, e0 = u
+                w, k = u
+                if k < n_uni:
+                    s0, e0 = 0, 1
+                else:
+                    s0, e0 = bigram if k < n_uni + n_bi else (-2, 1) if k < n_tri else pattern[k - n_tri]
                 s, e = max(s0, first), min(e0, last)
                 while s < e and toks[s].punct:
                     s += 1
                 while e > s and toks[e - 1].punct:
                     e -= 1
-                units[j] = Unit(w, s0, e0, s, e)
+                units[j] = _unit(Unit, (w, s0, e0, s, e))  # Unit(...) without its Python-level __new__
         return tuple(units)
+
+    def _rank(self, best: list, cols: tuple[int, ...], offset: int) -> list:
+        """``best`` (per label: (weight, column position) or None) updated with ``cols``, which sit
+        from position ``offset`` on; a later column wins only with a strictly greater weight."""
+        strong = self.strong
+        for k, c in enumerate(cols, offset):
+            for j, wj in strong[c]:
+                held = best[j]
+                if held is None or wj > held[0]:
+                    best[j] = (wj, k)
+        return best
 
     def arrays(self) -> _Arrays:
         """The numpy mirror of every window so far (windows added since the last call are copied in)."""
@@ -208,7 +344,7 @@ class _Windows(dict):
             new_cols = self.cols[done:]
             lens = [len(c) for c in new_cols]
             ptr = np.cumsum([self._n_cols] + lens[:-1])
-            flat = [c for cols in new_cols for c in cols]
+            flat = np.fromiter(chain.from_iterable(new_cols), dtype=np.intp, count=sum(lens))
             rows, self._pending = self._pending, []
             evw, ext = _grown(old.evw, done, (), n), _grown(old.ext, done, (), n)
             evw[done:n], ext[done:n] = -np.inf, 0
@@ -221,7 +357,7 @@ class _Windows(dict):
             ]
             if found:
                 at, label, units = zip(*found)
-                values = np.array(units)
+                values = np.fromiter(chain.from_iterable(units), dtype=np.float64, count=5 * len(units)).reshape(-1, 5)
                 evw[at, label] = values[:, 0]
                 ext[at, label] = values[:, 1:]
             self._arrays = _Arrays(

@@ -15,11 +15,10 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
 from guard.freetext.normalize import Normalized, normalize
-from guard.payload.slots import scan_template
 
 if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
@@ -42,12 +41,31 @@ def mask_slots(text: str) -> str:
     count as evidence, so the classifier sees only that a slot is there. A slot is
     what the payload's tokenizer takes for one and nothing else: the renderer prints
     ``{{...}}`` and every brace pair that is not a slot as literal text, so the
-    classifier judges that text too.
+    classifier judges that text too. A text whose every brace belongs to a plain
+    ``{name}`` has exactly those slots, found by one regular expression.
     """
     if SLOT_CHAR in text:
         text = text.replace(SLOT_CHAR, " ")
     if "{" not in text:
         return text
+    if _PLAIN_SLOTS.fullmatch(text):
+        return _SLOT.sub(_masked, text)
+    return _mask_scanned(text)
+
+
+#: Text whose braces are all those of plain slots (``NAME`` of :mod:`guard.payload.slots` between braces).
+_PLAIN_SLOTS = re.compile(r"[^{}]*(?:\{[A-Za-z_][A-Za-z0-9_]{0,63}\}[^{}]*)*")
+_SLOT = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]{0,63}\}")
+
+
+def _masked(m: re.Match[str]) -> str:
+    return SLOT_CHAR + " " * (m.end() - m.start() - 1)
+
+
+def _mask_scanned(text: str) -> str:
+    """:func:`mask_slots` for any text: the slots the payload's tokenizer finds."""
+    from guard.payload.slots import scan_template  # the regex module and the findings, for odd braces only
+
     slots, _ = scan_template(text)
     if not slots:
         return text
@@ -168,6 +186,24 @@ _PREFIX_GROUP = {"w=": "words", "l=": "lemmas", "c=": "classes", "s=": "shape", 
 GROUPS = ("words", "lemmas", "classes", "shape", "suffix", "bigrams", "trigrams", "patterns", "clauses")
 
 
+def _lemma_tables() -> dict[str, dict[str, Any]]:
+    """spaCy's English lemma tables (lookup, exceptions, index) from spacy-lookups-data, as plain dicts.
+
+    ``spacy.lookups.load_lookups`` reads the same files and then hashes every key into a ``Table``,
+    which takes twice as long as reading them; a table's ``get(word)`` is the plain dict's.
+    """
+    from spacy.lookups import load_lookups
+    from spacy.util import load_language_data, registry
+
+    names = ("lemma_lookup", "lemma_exc", "lemma_index")
+    try:
+        files = registry.lookups.get("en")
+        return {name: cast(dict, load_language_data(files[name])) for name in names}
+    except Exception:  # spacy-lookups-data missing or laid out otherwise: spaCy's own loader (a Table reads alike)
+        lookups = load_lookups("en", list(names))
+        return {name: cast(dict, lookups.get_table(name)) for name in names}
+
+
 class Linguistics:
     """spaCy tokenizer + lookup lemmas + lexicon, with per-lexeme caches.
 
@@ -176,19 +212,19 @@ class Linguistics:
 
     def __init__(self, lexicon: Lexicon, matcher: FastMatcher, morphology: dict[str, list[str]]) -> None:
         import spacy
-        from spacy.lookups import load_lookups
 
         self.lexicon = lexicon
-        tables = load_lookups("en", ["lemma_exc", "lemma_index"])
+        tables = _lemma_tables()
         #: irregular verb forms -> lemmas, and the verbs' base forms (spaCy's rule lemmatizer tables)
-        self.verb_exc: dict[str, list[str]] = dict(tables.get_table("lemma_exc")["verb"])
-        self.verb_index = frozenset(tables.get_table("lemma_index")["verb"])
+        self.verb_exc: dict[str, list[str]] = dict(tables["lemma_exc"]["verb"])
+        self.verb_index = frozenset(tables["lemma_index"]["verb"])
         self.matcher = matcher
         self.nlp = spacy.blank("en")
         self.vocab = self.nlp.vocab
         self.strings = self.vocab.strings
         self.tokenizer: Tokenizer = self.nlp.tokenizer
-        self.lemmas = load_lookups("en", ["lemma_lookup"]).get_table("lemma_lookup")
+        #: word -> lookup lemma
+        self.lemmas: dict[str, Any] = tables["lemma_lookup"]
         self.cmp_forms = frozenset(morphology.get("comparative", ()))
         self.sup_forms = frozenset(morphology.get("superlative", ()))
         self.not_cmp = frozenset(morphology.get("not_comparative", ()))
@@ -345,27 +381,85 @@ class Linguistics:
         spaCy tokenizes each chunk on its own (its cache works per chunk), except
         that a special case ("'cause", ":-)") is matched over the whole document; a
         text with a chunk boundary inside such a token pair goes through spaCy itself.
+        Chunks not seen before are tokenized together, in one document (see :meth:`_new_chunks`).
         """
         from spacy.attrs import ORTH
 
         if self._pairs is None:
             self._pairs = self._special_pairs()
-        pairs, chunks, chunk, tokenizer = self._pairs, self.chunks, self._chunk, self.tokenizer
+        pairs, chunks, tokenizer = self._pairs, self.chunks, self.tokenizer
         get, make = self.cache.get, self.lex
-        for text in texts:
-            masked = text if prepared else prepare(text).text
+        masked = list(texts) if prepared else [prepare(t).text for t in texts]
+        split = [t.split() for t in masked]
+        new = {c for cs in split for c in cs if c not in chunks}
+        if new:
+            self._new_chunks(new)
+        for text, cs in zip(masked, split):
             out: list[Lex] = []
             prev = None
-            for c in masked.split():
-                hit = chunks.get(c) or chunk(c)
+            for c in cs:
+                hit = chunks.get(c) or self._chunk(c)
                 if hit[1] and prev and any((a, b) in pairs for a in prev for b in hit[1]):
                     out = [
-                        x for x in [get(o) or make(o) for o in tokenizer(masked).to_array(ORTH).tolist()] if not x.space
+                        x for x in [get(o) or make(o) for o in tokenizer(text).to_array(ORTH).tolist()] if not x.space
                     ]
                     break
                 out += hit[0]
                 prev = hit[2]
             yield out
+
+    def _new_chunks(self, new: set[str]) -> None:
+        """Cache the chunks ``new`` (each a non-empty run without whitespace) as :meth:`_chunk` would,
+        tokenized together in one document (see :meth:`_glued`). Pair texts: only a chunk that begins
+        with a text that may end a special case's token pair, or ends with one that may begin it, can
+        have them, and only one holding a token of a special case that splits its text otherwise is
+        tokenized again without special cases (for the others that gives the same tokens)."""
+        if len(self.chunks) + len(new) > 500_000:
+            self.chunks.clear()
+        order = list(new)
+        groups = self._glued(self.tokenizer, order)
+        right, left = self._right_t, self._left_t
+        if groups is None:  # never seen; the chunk by chunk way is always right
+            for c in order:
+                self._chunk(c)
+            return
+        edge = [k for k, c in enumerate(order) if c.startswith(right) or c.endswith(left)]
+        special = self._special_orths
+        redo = [k for k in edge if not special.isdisjoint(groups[k])]
+        bare = dict(zip(redo, self._glued(self._bare, [order[k] for k in redo]) or [])) if redo else {}
+        make, chunks, strings = self.lex, self.chunks, self.strings
+        for c, orths in zip(order, groups):
+            chunks[c] = ([x for x in map(make, orths) if not x.space], (), ())
+        for k in edge:
+            toks = groups[k]
+            if k not in bare and not special.isdisjoint(toks):  # never seen, as above
+                self._chunk(order[k])
+                continue
+            b = bare.get(k, toks)
+            first = tuple({strings[toks[0]], strings[b[0]]} & self._right)
+            last = tuple({strings[toks[-1]], strings[b[-1]]} & self._left)
+            if first or last:
+                chunks[order[k]] = (chunks[order[k]][0], first, last)
+
+    #: Between chunks tokenized together: a second space is a token of its own, across which no special
+    #: case matches (the only special cases holding whitespace are single whitespace characters).
+    _GLUE = "  "
+
+    def _glued(self, tokenizer: Any, chunks: list[str]) -> list[list[int]] | None:
+        """Token orths of each chunk, from one document of all of them joined by :data:`_GLUE`: spaCy
+        splits a text at its spaces and tokenizes each piece on its own, and the second space of the
+        glue is a token of its own, so the tokens between two glue tokens are one chunk's. None if
+        the glue tokens do not split the document into one non-empty group per chunk."""
+        from spacy.attrs import ORTH
+
+        glue = self.strings[self._GLUE[1:]]
+        groups: list[list[int]] = [[]]
+        for o in tokenizer(self._GLUE.join(chunks)).to_array(ORTH).tolist():
+            if o == glue:
+                groups.append([])
+            else:
+                groups[-1].append(o)
+        return groups if len(groups) == len(chunks) and all(groups) else None
 
     def _chunk(self, text: str) -> tuple:
         """(non-space lexemes, first token texts, last token texts) of one chunk.
@@ -384,7 +478,8 @@ class Linguistics:
         return value
 
     def _special_pairs(self) -> frozenset:
-        """Adjacent token pairs inside the tokenizer's multi-token special cases."""
+        """Adjacent token pairs inside the tokenizer's multi-token special cases (their texts as the
+        tokenizer without special cases splits them: all in one document, see :meth:`_glued`)."""
         from spacy.tokenizer import Tokenizer
 
         t = self.tokenizer
@@ -398,11 +493,37 @@ class Linguistics:
             url_match=t.url_match,
         )
         self._bare = bare
+        from spacy.attrs import ORTH
+
+        rules = [s for s in t.rules if not any(c.isspace() for c in s)]
+        glued = self._glued(bare, rules) if rules else None
+        split_rules = dict(zip(rules, glued)) if glued is not None else {}
+        strings = self.strings
         pairs: set[tuple[str, str]] = set()
-        for s in t.rules:
-            toks = [x.text for x in bare(s)]
+        changed: set[int] = set()
+        for s, case in t.rules.items():
+            orths = split_rules.get(s)
+            toks = [x.text for x in bare(s)] if orths is None else [strings[o] for o in orths]
             pairs.update(zip(toks, toks[1:]))
+            made = [piece[ORTH] for piece in case]
+            if made != toks:
+                at, split = 0, set()
+                for x in toks:
+                    split.add((at, x))
+                    at += len(x)
+                at, own = 0, []
+                for m in made:
+                    if (at, m) not in split:
+                        own.append(m)
+                    at += len(m)
+                changed.add(self.strings.add(max(own, key=len)))
+        #: per special case that splits its text otherwise than the tokenizer without special cases, the
+        #: orth of one token it makes that the other does not (the longest, at the same place): wherever the
+        #: case applies that token is there, so a chunk holding none of them is tokenized the same both ways
+        self._special_orths = frozenset(changed)
         self._left, self._right = frozenset(a for a, _ in pairs), frozenset(b for _, b in pairs)
+        # a chunk's first (last) token and its first (last) token without special cases both begin (end) it
+        self._left_t, self._right_t = tuple(sorted(self._left)), tuple(sorted(self._right))
         return frozenset(pairs)
 
     def tokens(self, text: str) -> list[tuple[Lex, int, int]]:

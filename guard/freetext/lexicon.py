@@ -19,8 +19,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from guard.errors import ModelError
 
 #: Attribute names a pattern may use, mapped to the key prefix of FastMatcher.
@@ -44,6 +42,8 @@ FLAG_ATTRS = (NATIVE_ATTRS | CUSTOM_ATTRS) - VALUE_ATTRS.keys()
 def default_lexicon() -> dict[str, Any]:
     """The lexicon shipped with guard, as plain data."""
     text = (resources.files("guard.freetext") / "lexicon.yaml").read_text(encoding="utf-8")
+    import yaml  # only here: a shipped model carries its lexicon, and predicting never reads the file
+
     data = yaml.safe_load(text)
     _check_words(data)
     return data
@@ -208,6 +208,11 @@ class FastMatcher:
         # a condition can only hold for a lexeme holding one key of its first positive part
         self.by_key: dict[str, list[int]] = {}
         self.negative_only: list[int] = []
+        #: conditions that are one positive part (some key of a set must be there)
+        self.plain = frozenset(i for i, cond in enumerate(self.conditions) if len(cond) == 1 and cond[0][0])
+        #: lexeme keys -> state, shared by the lexemes that hold the same keys ("The", "the")
+        self._states: dict[frozenset[str], tuple] = {}
+        self._by_sat: dict[frozenset[int], tuple] = {}
         for i, cond in enumerate(self.conditions):
             positive = [keys for must, keys in cond if must]
             if not positive:
@@ -224,14 +229,29 @@ class FastMatcher:
         (ids of the conditions it satisfies, variants it may start, short
         variants whose last condition it satisfies, long variants it may start).
         """
+        hit = self._states.get(keys)
+        if hit is not None:
+            return hit
         cands = set(self.negative_only)
         for key in keys:
             cands.update(self.by_key.get(key, ()))
-        sat = frozenset(i for i in cands if all((not keys.isdisjoint(s)) == must for must, s in self.conditions[i]))
-        starts = tuple(v for c in sorted(sat) for v in self.by_first.get(c, ()))
-        ends = tuple(v for c in sorted(sat) for v in self.short_by_last.get(c, ()))
-        long_starts = tuple(v for v in starts if len(v[1]) > self.SHORT)
-        return sat, starts, ends, long_starts
+        # a condition of one positive part holds for every lexeme that reaches it through by_key
+        plain = cands & self.plain
+        sat = frozenset(
+            i for i in cands - plain if all((not keys.isdisjoint(s)) == must for must, s in self.conditions[i])
+        )
+        sat |= plain
+        state = self._by_sat.get(sat)  # the rest follows from the conditions, which many lexemes share
+        if state is None:
+            starts = tuple(v for c in sorted(sat) for v in self.by_first.get(c, ()))
+            ends = tuple(v for c in sorted(sat) for v in self.short_by_last.get(c, ()))
+            long_starts = tuple(v for v in starts if len(v[1]) > self.SHORT)
+            state = self._by_sat[sat] = (sat, starts, ends, long_starts)
+        if len(self._states) > 100_000:
+            self._states.clear()
+            self._by_sat.clear()
+        self._states[keys] = state
+        return state
 
     def ending(self, a: tuple, b: tuple, x: tuple) -> tuple[tuple[str, int], ...]:
         """(name, length) of the short variants matching the window a b x and ending on x."""

@@ -97,7 +97,7 @@ def _fold(char: str, latin: bool) -> str:
 def normalize(text: str) -> Normalized:
     """Fold confusable characters and break overlong runs; see the module docstring."""
     if text.isascii():
-        if _ASCII_PUNCT_RUN.search(text) or _LONG_RUN.search(text):
+        if _ASCII_PUNCT_RUN.search(text) or (len(text) > MAX_RUN and _LONG_RUN.search(text)):
             return _rebuild(text, True)
         return Normalized(text)
     latin = bool(_LATIN.search(text))

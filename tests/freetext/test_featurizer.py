@@ -298,3 +298,72 @@ def test_number_features_never_weigh_against_comparative_or_causal(shipped):
     numbered = shipped.decision_function(["The new 2.5-inch screen is noticeably bigger than the old 2-inch one."])[0]
     j = shipped.labels.index("comparative")
     assert numbered[j] >= plain[j] - 1.0  # numbers add no negative evidence (only their bigrams' context differs)
+
+
+#: Special-case texts of spaCy's English tokenizer and pieces of them, words and punctuation: chunks built from
+#: them hit the cases whole, in part, behind affixes and across what would be a chunk boundary.
+_CHUNK_PIECES = [
+    "'",
+    "cause",
+    "'s",
+    "don't",
+    "n't",
+    "do",
+    "When",
+    "'d",
+    "°C.",
+    "°",
+    "C",
+    ".",
+    "a.m.",
+    "10",
+    "p.m",
+    ":-)",
+    ":",
+    "-",
+    ")",
+    "(",
+    "=",
+    "<",
+    "3",
+    "e.g.",
+    "etc.",
+    "Let",
+    ",",
+    "!",
+    "items",
+    "faster",
+    "\ue000",
+    "é",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_CHUNK_PIECES), min_size=1, max_size=6).map("".join), max_size=12))
+def test_chunks_tokenized_together_equal_chunks_tokenized_alone(chunks):
+    """The cold path tokenizes new chunks in one glued document and looks for special-case pair texts only
+    where a case can have applied; each chunk's lexemes and pair texts equal those of the chunk alone."""
+    ling = linguistics(default_lexicon())
+    list(ling.fast_lexes(["warm"]))  # builds the special-case pairs
+    alone = {c: ling._chunk(c) for c in set(chunks)}
+    for c in alone:
+        del ling.chunks[c]
+    if alone:
+        ling._new_chunks(set(alone))
+    for c, (lexes, first, last) in alone.items():
+        got = ling.chunks[c]
+        assert [x.text for x in got[0]] == [x.text for x in lexes], c
+        assert (set(got[1]), set(got[2])) == (set(first), set(last)), c
+
+
+_BRACE_PIECES = ["{", "}", "{{", "}}", "a", "_", "9", " ", ".", ":", "é", "{name}", "{a_1}", SLOT_CHAR, "x" * 64]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_BRACE_PIECES), max_size=12).map("".join))
+def test_plain_slots_found_by_the_regex_equal_the_payload_scanner(text):
+    from guard.freetext.featurize import _mask_scanned
+
+    masked = mask_slots(text)
+    assert masked == _mask_scanned(text.replace(SLOT_CHAR, " "))
+    assert len(masked) == len(text)
