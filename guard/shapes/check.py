@@ -310,12 +310,19 @@ class _Analysis:
                 self.use(tok, fields, f"a {type_} of the {' or '.join(sorted(ents))}")
 
     def summary(self, node: Tree[Any], ents: set[str], attr: RuleMeta | None) -> None:
+        """A summary's items show the label's attribute, or their own where they name one ("Total: {total},
+        shipping: {shipping}")."""
         for item in node.find_data("summary_item"):
+            item_ents, item_attr = ents, attr
+            head = next((ch for ch in item.children if isinstance(ch, Tree) and ch.data == "attr_head"), None)
+            if head is not None:
+                own, item_attr = self.attr_np(head)
+                item_ents = (own & ents) or own
             for ch in item.children:
-                if not isinstance(ch, Tree):
+                if not isinstance(ch, Tree) or ch is head:
                     continue
                 if ch.data == "value":
-                    self.value(ch, ents, attr)
+                    self.value(ch, item_ents, item_attr)
                 else:
                     for sub in ch.iter_subtrees_topdown():
                         m = self.meta(sub)

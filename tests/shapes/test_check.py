@@ -170,6 +170,20 @@ def test_a_slot_showing_another_field_than_its_place_is_s206(orders, text):
     assert bind(report.bindings, right, text, report.findings)[0] == []
 
 
+def test_each_item_of_a_label_line_shows_its_own_attribute(orders):
+    text = "Subtotal: {sub} \u00b7 Shipping: {ship} \u00b7 Total: {tot}"
+    report = check_template(text, orders, {"sub": "money", "ship": "money", "tot": "money"})
+    assert report.ok
+    fields = {u.slot: set(u.fields) for u in report.bindings.uses}
+    assert "order.shipping_minor" in fields["ship"] and "order.subtotal_minor" not in fields["ship"]
+    assert "order.subtotal_minor" in fields["sub"]
+    total = C("tot", "order", "total_minor")
+    right = [C("sub", "order", "subtotal_minor"), C("ship", "order", "shipping_minor"), total]
+    assert bind(report.bindings, right, text, report.findings)[0] == []
+    swapped = [C("sub", "order", "shipping_minor"), C("ship", "order", "subtotal_minor"), total]
+    assert {f.code for f in bind(report.bindings, swapped, text, report.findings)[0]} == {"S206"}
+
+
 @pytest.mark.parametrize("text", ["Your order {order_id} has been cancelled.", "Order {order_id}: has been cancelled."])
 def test_a_state_said_in_words_needs_its_witness(orders, text):
     report = check_template(text, orders, TYPES)
