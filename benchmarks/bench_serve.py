@@ -24,7 +24,8 @@ Loopback only; every loop is bounded in time or count.
 Measured (2026-12-05, PostgreSQL, 2 workers, 2 shared CPUs, load average 1-3; ``--seconds 5 --requests 100000``;
 "before" is this client against the server before the pool-slot and telemetry changes):
 
-- in process: ``Guard.run`` 2500-3700 /s serial, 0.24-0.32 ms CPU a run; ``AsyncGuard.run`` ~1900 /s at 1 in flight, 0.47 ms CPU a run;
+- in process: ``Guard.run`` 2500-3700 /s serial, 0.24-0.32 ms CPU a run; ``AsyncGuard.run`` ~1900 /s at 1 in
+  flight, 0.47 ms CPU a run;
 - ``POST /v1/run`` at 1 / 16 / 64 in flight: 877 / 887 / 728 /s before, 843 / 853 / 857 /s after; p50 1.1 / 16 /
   68 ms, p99 2.1 / 41 / 302 ms; no errors; the client's CPU 0.07-0.08 ms a request;
 - workers' CPU a request at 64 in flight: 1.275 ms -> 1.141 ms (at 64 in flight each worker used to open and close
