@@ -265,6 +265,9 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        # guard's metrics are its own Prometheus meters; FastAPI's OpenTelemetry hooks otherwise ask the global
+        # providers whether to trace on every request
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.add_exception_handler(GuardError, P.on_guard_error)
     app.add_exception_handler(P.ServerProblem, P.on_server_problem)
@@ -342,6 +345,9 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         return parse_time(now, location="query.now")
 
     bound = stage_bound(cfg.limits)
+    # a run holds a pooled connection; past pool_size, SQLAlchemy opens overflow connections and closes them on
+    # return, so under load each extra run paid a fresh database connection (on PostgreSQL a backend process)
+    slots = {p: asyncio.Semaphore(pc.pool_size) for p, pc in cfg.policies.items()}
 
     def timed(work: Awaitable[T]) -> Awaitable[T]:
         return within("request", cfg.limits.request_timeout, work)
@@ -362,7 +368,12 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         body = await request.body()
         step = gate.verify if claims_only else gate.run
         rid = request.state.request_id
-        decision = await timed(step(body, principal, now=moment, request_id=rid, bound=bound))
+
+        async def admitted() -> Any:
+            async with slots[policy]:
+                return await step(body, principal, now=moment, request_id=rid, bound=bound)
+
+        decision = await timed(admitted())
         return JSONResponse(decision.to_dict())
 
     now_doc = "Judge freshness at this ISO time (only keys with allow_now)."

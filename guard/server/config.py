@@ -51,6 +51,8 @@ class PolicyConfig(BaseModel):
     """Sentence libraries a template may be written in under this policy; the first is the default."""
     statement_timeout: float = Field(default=5.0, gt=0, le=600)
     pool_size: int = Field(default=10, ge=1, le=1000)
+    """Database connections kept per worker for this policy; also how many of its runs a worker has in flight
+    (more wait for a connection rather than open one for a single request)."""
 
 
 class KeyConfig(BaseModel):

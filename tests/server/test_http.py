@@ -341,3 +341,46 @@ def test_a_database_down_at_start_is_not_ready_then_a_changed_one_is_503(tmp_pat
             assert "customer_id" not in r.text
     finally:
         stop(server, thread)
+
+
+def test_runs_wait_for_a_pooled_connection_rather_than_open_overflow_ones(demo_db, tmp_path):
+    """With more runs in flight than the pool holds, the server queues them: no connection beyond ``pool_size`` is
+    opened (an overflow connection would be opened and closed again for a single request)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import sqlalchemy as sa
+    import yaml
+
+    from guard.server.app import create_app
+    from guard.server.config import load_serve_config
+    from tests.server.conftest import start, stop, write_config
+
+    url = demo_db[0]
+    if url.startswith("sqlite"):
+        pytest.skip("SQLite's connections are not pooled by size")
+    path = write_config(tmp_path, url)
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["policies"]["orders"]["pool_size"] = 2
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    app = create_app(load_serve_config(path))
+    store = app.state.guard.gates["orders", "orders"].store
+    opened = []
+    sa.event.listen(store.async_engine.sync_engine, "connect", lambda *_a: opened.append(1))
+    base, server, thread = start(app)
+    try:
+        headers = {"Authorization": f"Bearer {KEYS['fuzz']}", "X-Guard-Principal": demo.PRINCIPAL}
+        params = {"policy": "orders", **NOW}
+
+        def post(_i: int) -> int:
+            with httpx.Client(base_url=base, headers=headers, timeout=30) as c:
+                return sum(
+                    c.post("/v1/run", params=params, json=demo.payloads()["answer"]).status_code == 200
+                    for _ in range(4)
+                )
+
+        with ThreadPoolExecutor(16) as pool:
+            answered = sum(pool.map(post, range(16)))
+        assert answered == 64
+        assert 1 <= len(opened) <= 2
+    finally:
+        stop(server, thread)
