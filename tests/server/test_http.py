@@ -356,8 +356,6 @@ def test_runs_wait_for_a_pooled_connection_rather_than_open_overflow_ones(demo_d
     from tests.server.conftest import start, stop, write_config
 
     url = demo_db[0]
-    if url.startswith("sqlite"):
-        pytest.skip("SQLite's connections are not pooled by size")
     path = write_config(tmp_path, url)
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     data["policies"]["orders"]["pool_size"] = 2
@@ -381,6 +379,7 @@ def test_runs_wait_for_a_pooled_connection_rather_than_open_overflow_ones(demo_d
         with ThreadPoolExecutor(16) as pool:
             answered = sum(pool.map(post, range(16)))
         assert answered == 64
-        assert 1 <= len(opened) <= 2
+        if not url.startswith("sqlite"):  # SQLite's connections are not pooled by size: all 64 answered is the check
+            assert 1 <= len(opened) <= 2
     finally:
         stop(server, thread)
