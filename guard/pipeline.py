@@ -12,6 +12,7 @@ lookup), only reported, or off.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import threading
 import time
@@ -34,7 +35,7 @@ from guard.linting import format as format_stage
 from guard.linting import registry
 from guard.linting import shapes as shape_stage
 from guard.linting.registry import Check, Mode, StageSetup
-from guard.linting.runner import LintContext, LintResult, run_stages
+from guard.linting.runner import STAGE_MS, LintContext, LintResult, run_stages
 from guard.observe.schema import ClaimEvent, DecisionEvent, PayloadEvent, claim_event, decision_event, payload_event
 from guard.payload import Limits, Payload, load_payload
 from guard.records.checker import Status, check
@@ -208,6 +209,13 @@ def load_gate_config(source: str | Path | Mapping[str, Any] | GateConfig | None 
 
 
 # -- the lint cache ----------------------------------------------------------------
+def _cached(found: LintResult) -> LintResult:
+    """A cached lint result as this run's: its stages did not run now, so it reports no stage times."""
+    if STAGE_MS not in found.measures:
+        return found
+    return dataclasses.replace(found, measures={k: v for k, v in found.measures.items() if k != STAGE_MS})
+
+
 class LintCache:
     """Lint results per (domain, template, slot types), least recently used first out; thread-safe."""
 
@@ -353,9 +361,18 @@ def _events(
             prose_per_slot=None if per_slot == float("inf") else round(per_slot, 3),
             findings=[f.code for f in (*decision.findings, *decision.warnings)],
             latency_ms=round(latency_ms, 3),
+            stage_ms=_stage_ms(lint, decision),
         )
     )
     return events
+
+
+def _stage_ms(lint: LintResult, decision: Decision) -> dict[str, float]:
+    """The decision's time per stage: each lint stage that ran, and the check (its claims' times, summed)."""
+    out = {name: round(ms, 3) for name, ms in (lint.measures.get(STAGE_MS) or {}).items()}
+    if decision.results:
+        out["check"] = round(sum(r.latency_ms for r in decision.results), 3)
+    return out
 
 
 def _emit(log: Any, events: list[Any]) -> Exception | None:
@@ -537,12 +554,13 @@ class Guard:
         found = self.lint_cache.get(key)
         if self.metrics is not None:
             self.metrics.observe_lint_cache(found is not None)
-        if found is None:
-            found = run_stages(
-                LintContext(template, self.domain or "", dict(slot_types), self.grammar_dir, payload=payload),
-                self.stages,
-            )
-            self.lint_cache.put(key, found)
+        if found is not None:
+            return _cached(found)
+        found = run_stages(
+            LintContext(template, self.domain or "", dict(slot_types), self.grammar_dir, payload=payload),
+            self.stages,
+        )
+        self.lint_cache.put(key, found)
         return found
 
     def lint(self, payload: Payload | str | bytes | dict[str, Any]) -> LintResult:
@@ -749,10 +767,11 @@ class AsyncGuard:
         found = g.lint_cache.get(key)
         if g.metrics is not None:
             g.metrics.observe_lint_cache(found is not None)
-        if found is None:
-            ctx = LintContext(template, g.domain or "", dict(slot_types), g.grammar_dir, payload=payload)
-            found = await asyncio.to_thread(run_stages, ctx, g.stages)
-            g.lint_cache.put(key, found)
+        if found is not None:
+            return _cached(found)
+        ctx = LintContext(template, g.domain or "", dict(slot_types), g.grammar_dir, payload=payload)
+        found = await asyncio.to_thread(run_stages, ctx, g.stages)
+        g.lint_cache.put(key, found)
         return found
 
     async def lint(self, payload: Payload | str | bytes | dict[str, Any]) -> LintResult:

@@ -13,6 +13,7 @@ ratio, as ``guard lint`` does.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,9 @@ class LintContext:
     sentences: list[Any] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
+
+STAGE_MS = "stage_ms"
+"""The key of :attr:`LintResult.measures` that holds each stage's time in milliseconds."""
 
 Stage = Callable[[LintContext], list[Finding]]
 """A built check (see :class:`guard.linting.registry.Stage` for the registered stage that builds it)."""
@@ -71,11 +75,16 @@ class LintResult:
 
 
 def run_stages(ctx: LintContext, stages: Sequence[tuple[str, Stage]] | None = None) -> LintResult:
-    """Run ``stages`` (default: format and shape) in order; findings sorted by where they are."""
-    for _name, check in stages if stages is not None else base_stages():
+    """Run ``stages`` (default: format and shape) in order; findings sorted by where they are.
+
+    Each stage's wall time in milliseconds is kept in ``measures["stage_ms"]`` (the per-stage latency metric)."""
+    timings: dict[str, float] = {}
+    for name, check in stages if stages is not None else base_stages():
+        t0 = time.perf_counter()
         ctx.findings.extend(check(ctx))
+        timings[name] = (time.perf_counter() - t0) * 1000
     ordered = sorted(ctx.findings, key=lambda f: (f.start, f.end, f.code))
-    return LintResult(ctx.template, ctx.domain, ordered, list(ctx.sentences), dict(ctx.extra))
+    return LintResult(ctx.template, ctx.domain, ordered, list(ctx.sentences), {**ctx.extra, STAGE_MS: timings})
 
 
 def base_stages() -> list[tuple[str, Stage]]:

@@ -12,6 +12,7 @@ names are the contract with ``deploy/prometheus/guard-alerts.yml``::
     guard_prose_per_slot            (histogram of prose words per slot)
     guard_decision_latency_seconds{domain}  (histogram: the whole gate, parse to decision, per payload)
     guard_claim_latency_seconds{domain}     (histogram: the check stage, per claim)
+    guard_stage_latency_seconds{domain, stage}  (histogram: each lint stage that ran, and the check, per decision)
     guard_log_write_failures_total          (decisions returned whose event-log lines could not be written)
 
 Example::
@@ -50,6 +51,20 @@ PROSE_PER_SLOT_BUCKETS: tuple[float, ...] = (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 
 
 LATENCY_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 """Bucket bounds in seconds for the latency histograms (a gate decides in milliseconds; a slow store shows)."""
+
+
+def _stage_names() -> frozenset[str]:
+    """The stage labels a decision may carry: the registered lint stages and ``check``; a log line naming
+    anything else (a hand-edited log, a newer guard) adds no series."""
+    global _STAGE_NAMES
+    if _STAGE_NAMES is None:
+        from guard.linting import registry
+
+        _STAGE_NAMES = frozenset(s.name for s in registry.stages()) | {"check"}
+    return _STAGE_NAMES
+
+
+_STAGE_NAMES: frozenset[str] | None = None
 
 
 def _label(value: Any) -> str:
@@ -125,6 +140,13 @@ class Metrics:
                 buckets=LATENCY_BUCKETS,
                 registry=self.registry,
             )
+            self.stage_latency = Histogram(
+                "guard_stage_latency_seconds",
+                "Time spent in each stage of one decision (the lint stages that ran, and the check), by domain.",
+                ["domain", "stage"],
+                buckets=LATENCY_BUCKETS,
+                registry=self.registry,
+            )
             self.log_write_failures = Counter(
                 "guard_log_write_failures",
                 "Decisions returned whose event-log lines could not be written (full disk, closed log).",
@@ -191,6 +213,12 @@ class Metrics:
             if schema.finite(ratio):
                 self.prose_per_slot.observe(ratio)
             self._latency(self.decision_latency, event)
+            stage_ms = decision.get("stage_ms")
+            if isinstance(stage_ms, Mapping):
+                domain = _label(decision.get("domain"))
+                for stage, ms in stage_ms.items():
+                    if stage in _stage_names() and schema.finite(ms) and ms >= 0:
+                        self._child(self.stage_latency, domain, stage).observe(ms / 1000)
             return True
         return False
 

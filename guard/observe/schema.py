@@ -70,6 +70,9 @@ class DecisionEvent(TypedDict):
     findings: list[str]
     """Codes of the lint findings and warnings, in the order reported."""
     latency_ms: float
+    stage_ms: NotRequired[dict[str, float]]
+    """Milliseconds per stage that ran for this decision: the lint stages by name (absent on a lint-cache hit)
+    and ``check`` (the claims' check times, summed)."""
 
 
 Event = PayloadEvent | ClaimEvent | DecisionEvent
@@ -107,8 +110,9 @@ def decision_event(
     prose_per_slot: float | None,
     findings: list[str],
     latency_ms: float,
+    stage_ms: Mapping[str, float] | None = None,
 ) -> DecisionEvent:
-    return cast(
+    event = cast(
         DecisionEvent,
         {
             "event": "decision",
@@ -124,6 +128,9 @@ def decision_event(
             "latency_ms": latency_ms,
         },
     )
+    if stage_ms:
+        event["stage_ms"] = dict(stage_ms)
+    return event
 
 
 def payload_event(*, request_id: str, domain: str | None, principal: Any, payload: dict[str, Any]) -> PayloadEvent:

@@ -16,7 +16,16 @@ DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "guard-
 def _exported() -> set[str]:
     m = Metrics()
     m.observe({"event": "claim", "entity": "order", "field": "id", "status": "confirmed", "latency_ms": 1.0})
-    m.observe({"event": "decision", "action": "refuse", "findings": ["S201"], "prose_per_slot": 2.0, "latency_ms": 2})
+    m.observe(
+        {
+            "event": "decision",
+            "action": "refuse",
+            "findings": ["S201"],
+            "prose_per_slot": 2.0,
+            "latency_ms": 2,
+            "stage_ms": {"shape": 1.0},
+        }
+    )
     m.observe_lint_cache(True)
     return {s.name for family in text_string_to_metric_families(m.expose().decode()) for s in family.samples}
 
@@ -28,7 +37,12 @@ def test_every_query_references_an_exported_metric() -> None:
     exported = _exported()
     used = {name for e in exprs for name in re.findall(r"\bguard_[a-z_]+", e)}
     assert used and used <= exported, used - exported
-    for family in ("guard_claims_total", "guard_decisions_total", "guard_decision_latency_seconds_bucket"):
+    for family in (
+        "guard_claims_total",
+        "guard_decisions_total",
+        "guard_decision_latency_seconds_bucket",
+        "guard_stage_latency_seconds_bucket",
+    ):
         assert family in used
 
 

@@ -39,17 +39,44 @@ def test_decision_and_claim_latency_by_domain() -> None:
     assert list(LATENCY_BUCKETS) == sorted(LATENCY_BUCKETS)
 
 
-def test_the_gate_reports_its_latency(sqlite_demo) -> None:
+def test_stage_latency_by_domain_and_stage() -> None:
+    m = Metrics()
+    stage_ms = {"format": 0.2, "shape": 40.0, "check": 1.5, "made-up": 1.0, "ratio": -1, "freetext": float("inf")}
+    m.observe({"event": "decision", "action": "answer", "domain": "orders", "latency_ms": 42.0, "stage_ms": stage_ms})
+    m.observe({"event": "decision", "action": "answer", "domain": "orders", "latency_ms": 1.0, "stage_ms": "shape"})
+    assert m.value("guard_stage_latency_seconds_count", domain="orders", stage="shape") == 1
+    assert m.value("guard_stage_latency_seconds_sum", domain="orders", stage="shape") == pytest.approx(0.04)
+    assert m.value("guard_stage_latency_seconds_bucket", domain="orders", stage="format", le="0.0005") == 1
+    assert m.value("guard_stage_latency_seconds_count", domain="orders", stage="check") == 1
+    for ignored in ("made-up", "ratio", "freetext"):  # not a stage, negative, infinite: no series
+        assert m.value("guard_stage_latency_seconds_count", domain="orders", stage=ignored) == 0
+    assert b'stage="made-up"' not in m.expose()
+
+
+def test_the_gate_reports_its_latency(sqlite_demo, tmp_path) -> None:
     from guard.pipeline import Guard
 
     url, policy, _ = sqlite_demo
     m = Metrics()
-    with Guard(policy, url, domain="orders", metrics=m) as gate:
+    log = tmp_path / "events.jsonl"
+    with Guard(policy, url, domain="orders", metrics=m, log=log) as gate:
         d = gate.run(json.dumps(demo.payloads()["answer"]), principal=demo.PRINCIPAL, now=demo.NOW)
-    assert d.action.value == "answer"
-    assert m.value("guard_decision_latency_seconds_count", domain="orders") == 1
-    assert m.value("guard_claim_latency_seconds_count", domain="orders") == len(d.results)
-    assert b'guard_decision_latency_seconds_bucket{domain="orders",le="+Inf"} 1.0' in m.expose()
+        again = gate.run(json.dumps(demo.payloads()["answer"]), principal=demo.PRINCIPAL, now=demo.NOW)
+        stages = [name for name, _ in gate.stages]
+    assert d.action.value == again.action.value == "answer"
+    assert m.value("guard_decision_latency_seconds_count", domain="orders") == 2
+    assert m.value("guard_claim_latency_seconds_count", domain="orders") == len(d.results) * 2
+    assert b'guard_decision_latency_seconds_bucket{domain="orders",le="+Inf"} 2.0' in m.expose()
+    # the lint stages ran once (the second run was a lint-cache hit); the check ran twice
+    assert "shape" in stages
+    for name in stages:
+        assert m.value("guard_stage_latency_seconds_count", domain="orders", stage=name) == 1, name
+    assert m.value("guard_stage_latency_seconds_count", domain="orders", stage="check") == 2
+    decisions = [e for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "decision"]
+    first, second = (e["stage_ms"] for e in decisions)
+    assert set(first) == {*stages, "check"} and set(second) == {"check"}
+    assert all(v >= 0 for v in (*first.values(), *second.values()))
+    assert sum(first.values()) <= decisions[0]["latency_ms"]
 
 
 @needs_promtool
@@ -73,6 +100,7 @@ def test_promtool_accepts_the_metric_names_and_help() -> None:
             "latency_ms": 3.0,
             "findings": ["S201"],
             "prose_per_slot": 2.0,
+            "stage_ms": {"format": 0.1, "shape": 2.0, "check": 0.5},
         }
     )
     m.observe_lint_cache(False)

@@ -66,7 +66,10 @@ def test_guard_and_verify_write_the_same_claim_and_decision_fields(sqlite_demo, 
             payload, principal=demo.PRINCIPAL, now=demo.NOW, request_id="r1"
         )
         verify(payload, policy, store, principal=demo.PRINCIPAL, now=demo.NOW, log=b, domain="orders", request_id="r1")
-    volatile = {"ts", "latency_ms"}
+    volatile = {"ts", "latency_ms", "stage_ms"}  # stage_ms: times, and verify runs only the format stage
+    for n in ("a.jsonl", "b.jsonl"):
+        (decision,) = [e for e in read_events([tmp_path / n]) if e["event"] == "decision"]
+        assert {"format", "check"} <= set(decision["stage_ms"])
     strip = [
         [{k: v for k, v in e.items() if k not in volatile} for e in read_events([tmp_path / n])]
         for n in ("a.jsonl", "b.jsonl")
