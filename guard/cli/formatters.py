@@ -197,35 +197,41 @@ def _fingerprint(r: FileReport, f: Finding, seen: dict[str, int]) -> str:
     return hashlib.sha256(f"{key}\0{seen[key]}".encode()).hexdigest()[:32] + f":{seen[key]}"
 
 
-def _rule(code: str) -> dict[str, Any]:
-    from guard.cli.rules import rule_text
+def _rule(code: str, help_uri: str | None = None) -> dict[str, Any]:
+    from guard.cli.rules import rule_markdown, rule_text
 
     entry = CATALOGUE.get(code)
     if entry is None:
         return {"id": code, "name": code, "shortDescription": {"text": code}}
     page = rule_text(code)
     full = " ".join(x for x in (entry.explanation, entry.why) if x) or entry.summary
-    return {
+    rule = {
         "id": code,
         "name": entry.name,
         "shortDescription": {"text": entry.summary},
         "fullDescription": {"text": full},
-        "help": {"text": page, "markdown": "```\n" + page + "```\n"},
+        "help": {"text": page, "markdown": rule_markdown(code)},
         "defaultConfiguration": {"level": _SARIF_LEVEL[entry.severity]},
         "properties": {"stage": entry.stage, "tags": [entry.stage]},
     }
+    if help_uri is not None:
+        rule["helpUri"] = help_uri.replace("{code}", code)
+    return rule
 
 
-def sarif(reports: Sequence[FileReport], root: Path | None = None) -> dict[str, Any]:
+def sarif(reports: Sequence[FileReport], root: Path | None = None, help_uri: str | None = None) -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run: a rule per finding code used, a result per finding.
 
     Locations are relative to ``%SRCROOT%`` (``root``, default the working directory); columns count
     Unicode code points; each result has a ``partialFingerprints`` entry that survives edits to other lines.
+    ``help_uri`` (``{code}`` replaced by each rule's code) becomes the rules' ``helpUri``: SARIF wants an
+    absolute URI and guard has no site of its own, so it is the user's, pointing at pages that
+    ``guard rules --write-docs`` wrote.
     """
     root = (root or Path.cwd()).resolve()
     codes = sorted({f.code for r in reports for f in r.findings})
     index = {c: i for i, c in enumerate(codes)}
-    rules = [_rule(c) for c in codes]
+    rules = [_rule(c, help_uri) for c in codes]
     results = []
     notifications = []
     for r in reports:
@@ -287,10 +293,10 @@ def sarif(reports: Sequence[FileReport], root: Path | None = None) -> dict[str, 
     }
 
 
-def format_sarif(reports: Sequence[FileReport], root: Path | None = None) -> str:
+def format_sarif(reports: Sequence[FileReport], root: Path | None = None, help_uri: str | None = None) -> str:
     import json  # imported here: a text report needs no json module
 
-    return json.dumps(sarif(reports, root), indent=2, ensure_ascii=False, default=str) + "\n"
+    return json.dumps(sarif(reports, root, help_uri), indent=2, ensure_ascii=False, default=str) + "\n"
 
 
 _GH_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -325,12 +331,12 @@ def format_github(reports: Sequence[FileReport]) -> str:
     return "\n".join(out) + "\n"
 
 
-def render(reports: Sequence[FileReport], fmt: str, root: Path | None = None) -> str:
+def render(reports: Sequence[FileReport], fmt: str, root: Path | None = None, help_uri: str | None = None) -> str:
     """``reports`` in ``fmt`` (one of :data:`FORMATS`); SARIF locations are relative to ``root``."""
     if fmt == "json":
         return format_json(reports)
     if fmt == "sarif":
-        return format_sarif(reports, root)
+        return format_sarif(reports, root, help_uri)
     if fmt == "text":
         return format_text(reports)
     if fmt == "github":

@@ -69,6 +69,9 @@ def lint_cmd(
     fail_on: str | None = typer.Option(
         None, "--fail-on", help="Exit 1 on findings of this severity or worse: error (default) or warning."
     ),
+    help_uri: str | None = typer.Option(
+        None, "--help-uri", help="SARIF helpUri for each rule: an absolute URI, {code} replaced by the code."
+    ),
     settings: Path | None = typer.Option(
         None, "--settings", help="Read settings from this .guard.yaml or pyproject.toml instead of searching."
     ),
@@ -103,11 +106,12 @@ def _lint(
     exclude: list[str],
     force_exclude: bool,
     fail_on: str | None,
+    help_uri: str | None,
     settings: Path | None,
     isolated: bool,
 ) -> None:
     from guard.linting import default_stages, find_templates, parse_slot_types
-    from guard.linting.config import LintConfig, find_config, load_config
+    from guard.linting.config import LintConfig, check_help_uri, find_config, load_config
     from guard.linting.files import CodeFilter, check_codes
     from guard.linting.ratio import RatioThresholds
 
@@ -126,6 +130,12 @@ def _lint(
     fail_on = fail_on or s.fail_on or "error"
     if fail_on not in ("error", "warning"):
         raise OptionError(f"--fail-on must be error or warning, not {fail_on!r}", location="--fail-on")
+    if help_uri is not None:
+        try:
+            check_help_uri(help_uri)
+        except ValueError as exc:
+            raise OptionError(str(exc), location="--help-uri") from None
+    help_uri = help_uri or s.help_uri
     domain = domain or s.domain
     if not domain:
         raise OptionError("no domain: give --domain or set domain in the configuration", location="--domain")
@@ -176,7 +186,7 @@ def _lint(
             raise typer.Exit(exitcodes.OK)
         raise OptionError("no template files found", location="PATHS")
     reports = [_one(f, domain, types, grammar_dir, stages, codes) for f in _progress(files)]
-    text = render(reports, fmt, root=cfg.root)
+    text = render(reports, fmt, root=cfg.root, help_uri=help_uri)
     if output is not None:
         write_output(output, text)
     else:

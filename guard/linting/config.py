@@ -44,11 +44,30 @@ class LintSettings(BaseModel):
     paths: list[str] = Field(default_factory=list)
     fail_on: Literal["warning", "error"] | None = None
     format: Literal["text", "json", "sarif", "github"] | None = None
+    help_uri: str | None = None
+
+    @field_validator("help_uri")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_help_uri(value)
+        return value
 
     @field_validator("select", "ignore", mode="before")
     @classmethod
     def _codes(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+
+def check_help_uri(value: str) -> str:
+    """A help-uri must be an absolute URI (SARIF's ``helpUri``); ``{code}`` stands for the finding code."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value.replace("{code}", "S201"))
+    if not parts.scheme or not (parts.netloc or parts.scheme in ("file", "urn")) or any(c.isspace() for c in value):
+        example = "https://example.org/guard/{code}.md"
+        raise ValueError(f"help-uri must be an absolute URI such as {example}, not {value!r}")
+    return value
 
 
 KEYS = tuple(f.alias or name for name, f in LintSettings.model_fields.items())

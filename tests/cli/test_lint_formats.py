@@ -9,9 +9,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from guard.cli.formatters import FileReport, format_github, format_text, sarif
-from guard.cli.rules import rule_text
+from guard.cli.rules import _md, rule_markdown, rule_text
 from guard.findings import Finding, Severity
 from tests.cli.conftest import BAD, BAD_TYPES, SHIPPED, Run, template
 
@@ -163,3 +165,63 @@ def test_the_caret_sits_under_the_span_in_terminal_columns(before: str, span: st
     lines = format_text([FileReport("t.txt", text, [f])]).splitlines()
     assert lines[1] == f"    {text.rstrip()}"
     assert lines[2] == "    " + " " * pad + "^" * len(span)
+
+
+@pytest.mark.parametrize("where", ["option", "config"])
+def test_help_uri_points_each_rule_at_its_page(cli: Run, tmp_path: Path, where: str) -> None:
+    t = template(tmp_path / "bad.txt", BAD, BAD_TYPES)
+    uri = "https://docs.example.org/guard/rules/{code}.md"
+    if where == "config":
+        (tmp_path / ".guard.yaml").write_text(f"help-uri: {uri}\n")
+        _, out, _ = cli("lint", t, "-d", "orders", "-f", "sarif", cwd=tmp_path)
+    else:
+        _, out, _ = cli("lint", t, "-d", "orders", "-f", "sarif", "--isolated", "--help-uri", uri, cwd=tmp_path)
+    rules = valid_sarif(out)["runs"][0]["tool"]["driver"]["rules"]
+    assert rules and all(r["helpUri"] == f"https://docs.example.org/guard/rules/{r['id']}.md" for r in rules)
+    assert all(r["help"]["markdown"] == rule_markdown(r["id"]) for r in rules)
+
+
+def test_without_a_help_uri_no_rule_claims_one(cli: Run, tmp_path: Path) -> None:
+    t = template(tmp_path / "bad.txt", BAD, BAD_TYPES)
+    _, out, _ = cli("lint", t, "-d", "orders", "-f", "sarif", "--isolated", cwd=tmp_path)
+    rules = valid_sarif(out)["runs"][0]["tool"]["driver"]["rules"]
+    assert rules and not any("helpUri" in r for r in rules)
+
+
+@pytest.mark.parametrize("bad", ["rules/{code}.md", "/docs/{code}.md", "https:///{code}", "https://x.org/a b/{code}"])
+def test_a_help_uri_that_is_not_absolute_is_refused_where_it_was_given(cli: Run, tmp_path: Path, bad: str) -> None:
+    t = template(tmp_path / "bad.txt", BAD, BAD_TYPES)
+    code, out, err = cli("lint", t, "-d", "orders", "-f", "sarif", "--isolated", "--help-uri", bad, cwd=tmp_path)
+    assert code == 2 and out == "" and "--help-uri" in err and "absolute URI" in err
+    (tmp_path / ".guard.yaml").write_text(json.dumps({"help-uri": bad}))
+    code, out, err = cli("lint", t, "-d", "orders", "-f", "sarif", cwd=tmp_path)
+    assert code == 1 and out == "" and "help-uri" in err and "Traceback" not in err
+
+
+def test_write_docs_writes_a_page_per_code_that_sarif_help_carries(cli: Run, tmp_path: Path) -> None:
+    from guard.findings import CATALOGUE
+
+    code, out, _ = cli("rules", "--write-docs", str(tmp_path / "docs"))
+    assert code == 0 and f"wrote {len(CATALOGUE)} rule pages" in out
+    pages = sorted(p.stem for p in (tmp_path / "docs").glob("*.md"))
+    assert pages == sorted(CATALOGUE)
+    for c in pages:
+        text = (tmp_path / "docs" / f"{c}.md").read_text(encoding="utf-8")
+        assert text == rule_markdown(c) and text.startswith(f"# {c} ")
+    (tmp_path / "file").write_text("x")
+    code, _, err = cli("rules", "--write-docs", str(tmp_path / "file"))
+    assert code == 1 and "cannot write" in err
+
+
+@given(st.text(max_size=60))
+def test_markdown_escaping_keeps_the_text_and_leaves_no_syntax(text: str) -> None:
+    escaped = _md(text)
+    out, i = [], 0
+    while i < len(escaped):
+        if escaped[i] == "\\":
+            i += 1
+        out.append(escaped[i])
+        i += 1
+    assert "".join(out) == text
+    for c in "`*_[]<>#|":
+        assert escaped.count(c) == escaped.count("\\" + c)
