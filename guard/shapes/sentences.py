@@ -193,21 +193,22 @@ class Library:
     @functools.cached_property
     def firsts(self) -> dict[str, frozenset[str]]:
         """The terminals each rule can begin with (for grouping what a failed parse expected)."""
-        first: dict[str, set[str]] = {r.origin.name: set() for r in self.lark.rules}
+        rules = list(tables.shapes(self.lark.rules))
+        first: dict[str, set[str]] = {head: set() for head, _ in rules}
         nullable: set[str] = set()
         changed = True
         while changed:
             changed = False
-            for r in self.lark.rules:
-                head, before = r.origin.name, len(first[r.origin.name])
+            for head, expansion in rules:
+                before = len(first[head])
                 empty = True
-                for sym in r.expansion:
-                    if sym.is_term:
-                        first[head].add(sym.name)
+                for is_term, name in expansion:
+                    if is_term:
+                        first[head].add(name)
                         empty = False
                         break
-                    first[head] |= first.get(sym.name, set())
-                    if sym.name not in nullable:
+                    first[head] |= first.get(name, set())
+                    if name not in nullable:
                         empty = False
                         break
                 if empty and head not in nullable:

@@ -6,8 +6,10 @@ groups, or a group and a literal, that end on the same words in one place), the 
 and the table built again; what is left is a conflict of the lexicon itself, reported with both rules.
 
 Caching. Lark's own cache reads every rule and table entry back through its generic deserialiser: 2 s for
-orders and 6 s for travel. guard stores the compiled lexicon, Lark's rules and terminals with pickle and the
-table as plain integers with marshal, and assembles the Lark parser from them without building anything.
+orders and 6 s for travel. guard stores the compiled lexicon and Lark's terminals with pickle, the rules as
+plain tuples and the table as plain integers with marshal, and assembles the Lark parser from them without
+building anything: a rule becomes a Lark ``Rule`` the first time the parser reduces it (unpickling all 23,000 of
+orders' rules was two thirds of a warm load).
 ``tests/shapes/test_tables.py`` checks that the assembled parser has the table Lark builds itself with
 ``strict=True`` (the reference) and parses the same sentences.
 """
@@ -21,12 +23,13 @@ import os
 import pickle
 import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import lark
 from lark.common import LexerConf, ParserConf
+from lark.grammar import NonTerminal, Rule, RuleOptions, Terminal
 from lark.lark import LarkOptions
 from lark.load_grammar import load_grammar
 from lark.parse_tree_builder import ParseTreeBuilder
@@ -41,7 +44,7 @@ from guard.shapes.conflicts import Conflict, analyse
 from guard.shapes.lalr import Analyzer
 
 _log = logging.getLogger("guard.shapes")
-FORMAT = 2
+FORMAT = 3
 """Bumped whenever what the cache holds, or how :func:`build` writes groups out, changes (this module is not part
 of the cache key, so that its formatting does not cost a rebuild)."""
 MAX_ROUNDS = 8
@@ -108,17 +111,76 @@ def _parts(rules: list[Any], terminals: list[Any], table: Any) -> dict[str, Any]
         for s in range(len(table.states))
     ]
     return {
-        "rules": rules,
+        "rules": marshal.dumps([_encode(r) for r in rules]),
         "terminals": terminals,
         "table": marshal.dumps((states, table.start_states, table.end_states)),
     }
+
+
+def _encode(rule: Rule) -> tuple[Any, ...]:
+    o = rule.options
+    expansion = tuple(
+        (str(s.name), bool(getattr(s, "filter_out", False))) if s.is_term else str(s.name) for s in rule.expansion
+    )
+    options = (
+        bool(o.keep_all_tokens),
+        bool(o.expand1),
+        o.priority,
+        _str(o.template_source),
+        tuple(bool(x) for x in o.empty_indices),
+    )
+    return str(rule.origin.name), expansion, int(rule.order), _str(rule.alias), options
+
+
+def _str(value: Any) -> str | None:
+    """Lark's names are ``Token`` objects, a ``str`` subclass that marshal does not take."""
+    return None if value is None else str(value)
+
+
+def _decode(raw: tuple[Any, ...]) -> Rule:
+    origin, expansion, order, alias, options = raw
+    symbols = [NonTerminal(s) if isinstance(s, str) else Terminal(s[0], s[1]) for s in expansion]
+    return Rule(NonTerminal(origin), symbols, order, alias, RuleOptions(*options))
+
+
+class Rules(Sequence[Rule]):
+    """A grammar's rules, each made a Lark ``Rule`` the first time it is asked for; ``shapes()`` reads the
+    names alone without making any."""
+
+    def __init__(self, raw: list[tuple[Any, ...]]) -> None:
+        self.raw = raw
+        self._made: list[Rule | None] = [None] * len(raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self.raw)))]
+        made = self._made[i]
+        if made is None:
+            made = self._made[i] = _decode(self.raw[i])
+        return made
+
+    def __iter__(self) -> Iterator[Rule]:
+        return (self[i] for i in range(len(self.raw)))
+
+
+def shapes(rules: Sequence[Rule]) -> Iterator[tuple[str, list[tuple[bool, str]]]]:
+    """Each rule as its head and its symbols (is it a terminal, name), without making Lark rules."""
+    if isinstance(rules, Rules):
+        for origin, expansion, *_ in rules.raw:
+            yield origin, [(False, s) if isinstance(s, str) else (True, s[0]) for s in expansion]
+    else:
+        for r in rules:
+            yield r.origin.name, [(s.is_term, s.name) for s in r.expansion]
 
 
 class _States(dict[int, dict[str, tuple[Any, Any]]]):
     """The parse table's states, each decoded the first time the parser enters it (a sentence visits a few
     dozen of tens of thousands)."""
 
-    def __init__(self, blobs: list[bytes], rules: list[Any]) -> None:
+    def __init__(self, blobs: list[bytes], rules: Sequence[Rule]) -> None:
         super().__init__()
         self.blobs, self.rules = blobs, rules
 
@@ -151,21 +213,21 @@ class _Callbacks(dict[Any, Any]):
 def assemble(parts: dict[str, Any], lexer: type, starts: Iterable[str]) -> lark.Lark:
     """A Lark parser from stored rules, terminals and table, set up as ``Lark.__init__`` and Lark's own cache
     loader set one up, without building or deserialising anything up front."""
-    rules = parts["rules"]
+    rules = Rules(marshal.loads(parts["rules"]))
     blobs, start_states, end_states = marshal.loads(parts["table"])
     table = IntParseTable(_States(blobs, rules), start_states, end_states)
     inst = lark.Lark.__new__(lark.Lark)
     inst.options = LarkOptions(options(lexer, starts))
     inst.source_path = "<guard>"
     inst.source_grammar = ""
-    inst.rules = rules
+    inst.rules = rules  # type: ignore[assignment]  # a Sequence, made on demand
     inst.terminals = parts["terminals"]
     inst.ignore_tokens = []
     inst._terminals_dict = {t.name: t for t in inst.terminals}
     inst.lexer_conf = LexerConf(inst.terminals, re, [], None, {}, 0, use_bytes=False, strict=True)
     inst.lexer_conf.lexer_type = lexer
     inst._callbacks = _Callbacks()
-    parser_conf = ParserConf(rules, inst._callbacks, list(starts))
+    parser_conf = ParserConf(rules, inst._callbacks, list(starts))  # type: ignore[arg-type]
     parser_conf.parser_type = "lalr"
     lalr = LALR_Parser.__new__(LALR_Parser)
     lalr._parse_table = table  # type: ignore[assignment]

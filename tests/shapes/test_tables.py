@@ -194,3 +194,27 @@ def test_a_hint_from_the_last_build_saves_its_rounds_and_keeps_the_language(shop
     hint.write_bytes(b"\x00garbage")
     assert tables.read_hint(hint) == frozenset()
     assert tables.read_hint(tmp_path / "none.hint") == frozenset()
+
+
+def test_stored_rules_come_back_as_the_rules_lark_builds(pair):
+    ours, reference, lib = pair
+    stored = ours.rules
+    assert isinstance(stored, tables.Rules) and len(stored) == len(reference.rules)
+    keyed = {(r.origin, tuple(r.expansion)): r for r in reference.rules}
+    for r in stored:
+        ref = keyed[(r.origin, tuple(r.expansion))]
+        assert (r.order, r.alias) == (ref.order, ref.alias)
+        assert [s.is_term for s in r.expansion] == [s.is_term for s in ref.expansion]
+        assert [getattr(s, "filter_out", None) for s in r.expansion] == [
+            getattr(s, "filter_out", None) for s in ref.expansion
+        ]
+        assert vars(r.options) == vars(ref.options)
+        assert hash(r) == hash(ref)
+    assert stored[3] is stored[3]  # made once: the table's reduce entries and the callbacks share it
+    assert list(tables.shapes(stored)) == list(tables.shapes(list(stored)))
+
+
+def test_what_a_failed_parse_expected_is_read_from_the_stored_names_as_from_lark_rules(pair):
+    ours, reference, lib = pair
+    plain = type(lib)(lib.compiled, reference, lib.files)
+    assert lib.firsts == plain.firsts and lib.firsts["unit"]
