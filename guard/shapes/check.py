@@ -18,7 +18,7 @@ import regex
 from lark import Token, Tree
 
 from guard.findings import Finding, Severity, line_col
-from guard.shapes.compiler import SCREEN, SLOT_TERMINALS, Compiled, RuleMeta
+from guard.shapes.compiler import NEVER, SCREEN, SLOT_TERMINALS, Compiled, RuleMeta
 from guard.shapes.lexicon import Witness
 from guard.shapes.sentences import Library
 from guard.shapes.text import Sentence, split_sentences
@@ -463,7 +463,7 @@ def expected(names: Iterable[str], lib: Library) -> dict[str, list[str]]:
     groups.update({"words": [], "punctuation": [], "end": []})
     firsts = lib.firsts
     for n in sorted(names):
-        if n.startswith("NEVER") or n == "UNTYPED_SLOT":
+        if n.startswith(NEVER + "_") or n == "UNTYPED_SLOT":
             continue
         if n == "$END":
             groups["end"].append(describe(n, lib))
@@ -515,7 +515,7 @@ def nearest(lib: Library, text: str, toks: list[Token], idx: int, state: Any, ac
     found: list[tuple[int, str]] = []
     if bad is not None and _completes(state, rest):
         found.append((len(str(bad.value)), _edit(text, bad, None)))
-    cands = [a for a in accepts if a != "$END" and not a.startswith("NEVER") and a != "UNTYPED_SLOT"]
+    cands = [a for a in accepts if a != "$END" and not a.startswith(NEVER + "_") and a != "UNTYPED_SLOT"]
     bad_word = str(bad.value) if bad is not None else ""
     cands.sort(key=lambda a: _distance(bad_word, lib.spelling.get(a, "")))
     for a in cands[:REPAIR_TRIES]:

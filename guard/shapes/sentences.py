@@ -23,7 +23,7 @@ from lark.lexer import Lexer
 from guard._resources import data_path
 from guard.errors import GrammarError
 from guard.shapes import tables
-from guard.shapes.compiler import SCREEN, SLOT_TERMINALS, Compiled, compile_files
+from guard.shapes.compiler import NEVER, SCREEN, SLOT_TERMINALS, Compiled, compile_files
 
 _WORD = regex.compile(r"'[sS]\b|[A-Za-z0-9]+(?:'(?![sS]\b)[A-Za-z0-9]+|-[A-Za-z0-9]+)*")
 _PUNCT = frozenset(",.;:!?#()/&-")
@@ -177,7 +177,7 @@ class Library:
         self.vocabulary: dict[str, str] = {}
         """Word or punctuation mark to its Lark terminal."""
         for t in parser.terminals:
-            if t.name.endswith("_SLOT") or t.name.startswith("NEVER"):
+            if t.name.endswith("_SLOT") or t.name.startswith(NEVER + "_"):  # not the word "never" (NEVER)
                 continue
             self.vocabulary[str(t.pattern.value)] = t.name
         self.spelling = {v: k for k, v in self.vocabulary.items()}

@@ -317,6 +317,11 @@ GENERAL_TYPES = {**TYPES, "agent": "string"}
         "We apologise for any inconvenience caused.",
         "Glad we could help!",
         "You're all set.",
+        "Never share this code with anyone.",
+        "Tap \u201cEdit\u201d next to your order {order_id}.",
+        "I couldn't verify the total for order {order_id}, so I won't give a figure.",
+        "Sorry for the confusion around your order.",
+        "Hello {name}, and thanks for contacting us.",
     ],
 )
 def test_general_phrasing_comes_from_core_classes(orders, text):
@@ -345,6 +350,9 @@ def test_still_and_already_are_aspect_not_claims(orders):
         "Kind regards, the fastest team",
         "We apologise for the delay caused by the courier.",
         "Glad we could help you save money!",
+        "Never late, your order {order_id} is {status}.",
+        "Orders never ship late.",
+        "The delivery is around {ship_date}.",
     ],
 )
 def test_claims_inside_the_general_frames_are_refused(orders, text):
@@ -403,3 +411,14 @@ def test_next_last_and_until_only_name_a_field_or_lead_to_a_date_slot(subscripti
     report = check_template(text, subscriptions, {"d": "date"})
     errors = [f.message for f in report.findings if f.severity is Severity.ERROR]
     assert (not errors) is ok, errors
+
+
+def test_the_word_never_is_a_word_and_empty_classes_stay_unreachable(lockers_dir):
+    """The compiler's terminals for empty classes are ``NEVER_<CLASS>``; the word "never" (core's "Never share
+    this code") is the terminal ``NEVER`` and must stay in the vocabulary, or every phrase with it is dead."""
+    lib = load_library("lockers", lockers_dir)
+    names = {t.name for t in lib.lark.terminals}
+    assert "NEVER" in names and {"NEVER_PROCEDURE", "NEVER_STMT"} <= names
+    assert lib.vocabulary.get("never") == "NEVER"
+    assert not [t for t in lib.vocabulary.values() if t.startswith("NEVER_")]
+    assert check_template("Never share this code with anyone.", lib, {}).ok
