@@ -322,6 +322,11 @@ GENERAL_TYPES = {**TYPES, "agent": "string"}
         "I couldn't verify the total for order {order_id}, so I won't give a figure.",
         "Sorry for the confusion around your order.",
         "Hello {name}, and thanks for contacting us.",
+        "This is an automated message.",
+        "Please do not reply to this email.",
+        "For more information, visit our website.",
+        "If this wasn't you, you can safely ignore this email.",
+        "We'll let you know if anything changes.",
     ],
 )
 def test_general_phrasing_comes_from_core_classes(orders, text):
@@ -353,6 +358,9 @@ def test_still_and_already_are_aspect_not_claims(orders):
         "Never late, your order {order_id} is {status}.",
         "Orders never ship late.",
         "The delivery is around {ship_date}.",
+        "We'll let you know when there's an update tomorrow.",
+        "We'll let you know if anything changes, probably on Friday.",
+        "This mailbox is not monitored at weekends.",
     ],
 )
 def test_claims_inside_the_general_frames_are_refused(orders, text):
