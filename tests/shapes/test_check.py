@@ -327,6 +327,17 @@ GENERAL_TYPES = {**TYPES, "agent": "string"}
         "For more information, visit our website.",
         "If this wasn't you, you can safely ignore this email.",
         "We'll let you know if anything changes.",
+        "Speak soon,",
+        "Thanks and kind regards,",
+        "Kindest regards,",
+        "{agent}, Customer Care Team",
+        "Dear {agent} {name},",
+        "Morning {name}!",
+        "To whom it may concern,",
+        "Hello again,",
+        "We look forward to hearing from you.",
+        "Oops, sorry about that.",
+        "Apologies again for the inconvenience.",
     ],
 )
 def test_general_phrasing_comes_from_core_classes(orders, text):
@@ -361,6 +372,9 @@ def test_still_and_already_are_aspect_not_claims(orders):
         "We'll let you know when there's an update tomorrow.",
         "We'll let you know if anything changes, probably on Friday.",
         "This mailbox is not monitored at weekends.",
+        "Speak soon, your order ships tomorrow.",
+        "We look forward to hearing from you by Friday.",
+        "Hello again, your order is late.",
     ],
 )
 def test_claims_inside_the_general_frames_are_refused(orders, text):

@@ -269,8 +269,11 @@ def test_no_word_of_a_shipped_library_is_a_claim_word_outside_its_allowed_classe
     assert {"faster", "tomorrow", "because", "usual", "probably", "definitely", "free", "monday"} <= set(declared)
     lib = load_library("orders")
     approved = set(lib.vocabulary)
-    # "because" is approved only inside guard's own hedge ("... because I could not verify it"), so it is absent here
-    assert not {"faster", "tomorrow", "usual", "probably", "definitely", "monday", "soon"} & approved
+    # "because" is approved only inside guard's own hedge ("... because I could not verify it"), so it is absent here;
+    # "soon" only in the sign-off "Speak soon,", so a sentence that uses it as a claim is still refused
+    assert not {"faster", "tomorrow", "usual", "probably", "definitely", "monday", "cheaper"} & approved
+    assert check_template("Speak soon,", lib, {}).ok
+    assert not check_template("Your order will arrive soon.", lib, {}).ok
 
 
 def test_a_conflict_is_a_load_time_error_naming_both_rules(tmp_path):
