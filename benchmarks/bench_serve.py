@@ -2,7 +2,7 @@
 
 The server runs as its own process (``guard serve``, two workers by default) on 127.0.0.1 over the demo records
 (a temporary SQLite file, or ``--db``, e.g. a PostgreSQL URL). A light asyncio client (:mod:`loadclient`: raw
-HTTP/1.1 over keep-alive connections on uvloop, about 0.08 ms of CPU a request against the workers' ~1.1; the
+HTTP/1.1 over keep-alive connections on uvloop, about 0.07 ms of CPU a request against the workers' ~0.9; the
 httpx client it replaced cost more than the server and set the rate) reports:
 
 - in process: ``AsyncGuard.run`` with 1 and 16 runs in flight;
@@ -21,21 +21,32 @@ httpx client it replaced cost more than the server and set the rate) reports:
 
 Loopback only; every loop is bounded in time or count.
 
-Measured (2026-12-05, PostgreSQL, 2 workers, 2 shared CPUs, load average 1-3; ``--seconds 5 --requests 100000``;
-"before" is this client against the server before the pool-slot and telemetry changes):
+Measured (2026-12-05, PostgreSQL, 2 workers, 2 shared CPUs; ``--seconds 5 --requests 20000``; two runs of main
+("before", load average 1.2-4.6) and three of this branch ("after", 1.3-4.9), interleaved; the CPU figures hold
+under load, the wall rates do not):
 
-- in process: ``Guard.run`` 2500-3700 /s serial, 0.24-0.32 ms CPU a run; ``AsyncGuard.run`` ~1900 /s at 1 in
-  flight, 0.47 ms CPU a run;
-- ``POST /v1/run`` at 1 / 16 / 64 in flight: 877 / 887 / 728 /s before, 843 / 853 / 857 /s after; p50 1.1 / 16 /
-  68 ms, p99 2.1 / 41 / 302 ms; no errors; the client's CPU 0.07-0.08 ms a request;
-- workers' CPU a request at 64 in flight: 1.275 ms -> 1.141 ms (at 64 in flight each worker used to open and close
-  an overflow PostgreSQL connection for about one request in eleven); 0.98-1.13 ms at 1 and 16;
-- per core: wall 428 /s a worker = 0.12-0.17 x in-process ``Guard.run``; by CPU time 876 requests per worker CPU
-  second = 0.21-0.28 x in-process runs per CPU second (target 0.6: not met; ``AsyncGuard`` in process alone costs
-  about twice ``Guard.run``'s CPU, the HTTP stack and FastAPI most of the rest);
-- open loop at half saturation (428 /s): p50 1.39 ms, p99 2.77 ms (target 25 ms), no errors;
-- memory of the two workers: 274.5 MiB -> 274.6 MiB over 100,000 requests (+0.0%, 11 readings within 0.1 MiB),
-  no errors.
+- in process: ``Guard.run`` 0.30-0.32 ms CPU a run (2550-2700 /s serial, 1450 /s at load 4.9); ``AsyncGuard.run``
+  0.47-0.49 ms CPU a run, 1700-1850 /s, before and after;
+- workers' CPU a ``POST /v1/run`` at 1 / 16 / 64 in flight: before 0.89-0.90 / 1.03-1.16 / 1.09-1.23 ms; after
+  0.82-0.89 / 0.88-0.89 / 0.91-0.95 ms (1.01 at 64 with the lean layer alone). The lean layer (``Lean`` in
+  guard.server.app: the route answered without Starlette's and FastAPI's middleware, routing and request
+  wrapper) took the framework's share of a profiled request from 10% to 2%; the shared JSON decoder saves
+  about 6 us a payload (in Guard.run too), the lint cache hit without a time limit a timer and a coroutine;
+- per core by CPU time (at 64 in flight): 813-922 -> 992-1096 requests per worker CPU second = 0.26-0.28 x ->
+  0.30-0.34 x in-process ``Guard.run``'s runs per CPU second (target 0.6: not met); by wall 0.18 x -> 0.19 x
+  (0.36 x in a run where the load of 4.9 halved the serial in-process rate: not a real gain);
+- what is left (profiled, with the lean layer): the database through SQLAlchemy's asyncio engine and psycopg's async
+  connection about half (``AsyncGuard`` alone is still 0.47 ms against ``Guard.run``'s 0.30: four round trips a
+  run, a checkout ping and a query per entity, each awaited through the greenlet bridge and the event loop),
+  uvicorn's HTTP protocol 14%, guard's server layer 8%, the gate 8%, multiprocess metrics 6% (23 mmap writes a
+  request), JSON 5%, logging 2%;
+- ``POST /v1/run`` at 1 / 16 / 64 in flight: before 936-948 / 825-899 / 751-916 /s, p50 1.0 / 11-14 / 60-87 ms,
+  p99 1.6-1.7 / 49-61 / 244-251 ms; after 741-1031 / 1027-1043 / 1022-1033 /s, p50 1.0 / 13-15 / 58-60 ms, p99
+  1.3-6.0 / 39-50 / 195-209 ms; no errors; the client's CPU 0.06-0.08 ms a request;
+- open loop at half saturation: p50 1.3-1.8 ms, p99 8.7-16 ms before; p50 1.2-1.6 ms, p99 4.7-11 ms after
+  (target 25 ms), no errors;
+- memory of the two workers: +0.1-0.2% over 20,000 requests (258.4-260.3 MiB), no errors; earlier, 274.5 ->
+  274.6 MiB over 100,000.
 
     .venv/bin/python benchmarks/bench_serve.py [--rows 20000] [--seconds 5] [--db URL] [--workers 2] [--requests 20000]
         [--profile DIR]

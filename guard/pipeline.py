@@ -754,24 +754,39 @@ class AsyncGuard:
         Locale.parse(g.policy.locale).date_formats  # noqa: B018 (loads the locale's data, kept by Babel)
         run_stages(LintContext("Thank you.", g.domain or "", {}, g.grammar_dir), g.stages)
 
-    async def _lint(self, payload: Payload | str | bytes | dict[str, Any]) -> tuple[Payload, LintResult]:
+    async def _lint(
+        self, payload: Payload | str | bytes | dict[str, Any], bound: StageBound = _as_is
+    ) -> tuple[Payload, LintResult]:
         """Parse (bounded by the payload limits) and bind on the loop; the stages, when the template is not in
-        the lint cache, in a worker thread."""
+        the lint cache, in a worker thread through ``bound``.
+
+        A cache hit never awaits, so no time limit could interrupt it: it is not put through ``bound`` at all
+        (a limit costs a timer scheduled and cancelled, and a coroutine, on every run)."""
         p = load_payload(payload, self.gate.limits)
         types = {c.key: c.type.value for c in p.claims}
-        return p, shape_stage.bind(await self._lint_template(p.answer_template, types, p), p.claims)
+        found = self._lint_hit(p.answer_template, types)
+        if found is None:
+            found = await bound("lint", self._lint_stages(p.answer_template, types, p))
+        return p, shape_stage.bind(found, p.claims)
 
     async def _lint_template(self, template: str, slot_types: Mapping[str, str], payload: Payload | None) -> LintResult:
+        found = self._lint_hit(template, slot_types)
+        return found if found is not None else await self._lint_stages(template, slot_types, payload)
+
+    def _lint_hit(self, template: str, slot_types: Mapping[str, str]) -> LintResult | None:
+        """The cached result for the template (counted as a hit or a miss), or None."""
         g = self.gate
-        key = (g.domain, template, tuple(sorted(slot_types.items())))
-        found = g.lint_cache.get(key)
+        found = g.lint_cache.get((g.domain, template, tuple(sorted(slot_types.items()))))
         if g.metrics is not None:
             g.metrics.observe_lint_cache(found is not None)
-        if found is not None:
-            return _cached(found)
+        return None if found is None else _cached(found)
+
+    async def _lint_stages(self, template: str, slot_types: Mapping[str, str], payload: Payload | None) -> LintResult:
+        """The stages in a worker thread; the result goes into the lint cache."""
+        g = self.gate
         ctx = LintContext(template, g.domain or "", dict(slot_types), g.grammar_dir, payload=payload)
         found = await asyncio.to_thread(run_stages, ctx, g.stages)
-        g.lint_cache.put(key, found)
+        g.lint_cache.put((g.domain, template, tuple(sorted(slot_types.items()))), found)
         return found
 
     async def lint(self, payload: Payload | str | bytes | dict[str, Any]) -> LintResult:
@@ -795,7 +810,7 @@ class AsyncGuard:
         :class:`guard.errors.PayloadError` for a payload that cannot be read."""
         t0 = time.perf_counter()
         g = self.gate
-        p, lint = await bound("lint", self._lint(payload))
+        p, lint = await self._lint(payload, bound)
         decision: Decision = await bound(
             "check",
             self.store.call(

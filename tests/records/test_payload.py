@@ -156,3 +156,37 @@ def test_pieces_reassemble_the_template(parts):
     template = "".join(parts)
     pieces = template_pieces(template)
     assert "".join(p.text for p in pieces) == template
+
+
+def _outcome(fn, data):
+    try:
+        return "value", fn(data)
+    except Exception as exc:  # the same exception, type and message, from both
+        return type(exc).__name__, str(exc)
+
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        _JSONISH.map(json.dumps),
+        _JSONISH.map(lambda v: json.dumps(v, ensure_ascii=False).encode("utf-8")),
+        _JSONISH.map(lambda v: json.dumps(v).encode("utf-16")),
+        st.text(alphabet='{}[]":,0123456789.eE+-NaInfity \\u\ufeffé', max_size=30),
+        st.binary(max_size=30),
+        st.sampled_from(["NaN", "[Infinity]", '{"a": -Infinity}', "\ufeff{}", b"\xef\xbb\xbf{}", b"\x00{", "", b""]),
+    )
+)
+def test_the_shared_decoder_reads_as_json_loads(data):
+    """guard.payload.model._loads (one decoder for every payload) against json.loads with the same hook."""
+    from guard.payload import model
+
+    assert _outcome(model._loads, data) == _outcome(
+        lambda d: json.loads(d, parse_constant=model._reject_constant), data
+    )
