@@ -338,6 +338,10 @@ GENERAL_TYPES = {**TYPES, "agent": "string"}
         "We look forward to hearing from you.",
         "Oops, sorry about that.",
         "Apologies again for the inconvenience.",
+        "We are writing to let you know that your order {order_id} shipped on {ship_date}.",
+        "I'm checking your order {order_id} now.",
+        "As requested, here's a summary of your order {order_id}.",
+        "All set, {name}.",
     ],
 )
 def test_general_phrasing_comes_from_core_classes(orders, text):
@@ -375,6 +379,8 @@ def test_still_and_already_are_aspect_not_claims(orders):
         "Speak soon, your order ships tomorrow.",
         "We look forward to hearing from you by Friday.",
         "Hello again, your order is late.",
+        "We are writing to let you know that your order is late.",
+        "I'm checking your order now, it should arrive tomorrow.",
     ],
 )
 def test_claims_inside_the_general_frames_are_refused(orders, text):
