@@ -342,6 +342,9 @@ GENERAL_TYPES = {**TYPES, "agent": "string"}
         "I'm checking your order {order_id} now.",
         "As requested, here's a summary of your order {order_id}.",
         "All set, {name}.",
+        "We never ask for your password by email, text or phone.",
+        "Our staff do not ask for your card details over the phone.",
+        "We've received your request to close your order {order_id}.",
     ],
 )
 def test_general_phrasing_comes_from_core_classes(orders, text):
@@ -381,6 +384,8 @@ def test_still_and_already_are_aspect_not_claims(orders):
         "Hello again, your order is late.",
         "We are writing to let you know that your order is late.",
         "I'm checking your order now, it should arrive tomorrow.",
+        "We never ask for your password, so your order is safe.",
+        "We never ask for your password by email since 2019.",
     ],
 )
 def test_claims_inside_the_general_frames_are_refused(orders, text):
@@ -446,7 +451,7 @@ def test_the_word_never_is_a_word_and_empty_classes_stay_unreachable(lockers_dir
     this code") is the terminal ``NEVER`` and must stay in the vocabulary, or every phrase with it is dead."""
     lib = load_library("lockers", lockers_dir)
     names = {t.name for t in lib.lark.terminals}
-    assert "NEVER" in names and {"NEVER_PROCEDURE", "NEVER_STMT"} <= names
+    assert "NEVER" in names and "NEVER_STMT" in names  # lockers has no statements of its own
     assert lib.vocabulary.get("never") == "NEVER"
     assert not [t for t in lib.vocabulary.values() if t.startswith("NEVER_")]
     assert check_template("Never share this code with anyone.", lib, {}).ok
