@@ -236,8 +236,20 @@ class _Analysis:
                 first = ents if first is None else first
             elif ch.data == "predicate":
                 self.predicate(ch, first, None)
+            elif ch.data == "attr_tail":
+                self.attr_tail(ch, first)
             else:
                 self.walk(ch)
+
+    def attr_tail(self, node: Tree[Any], subject: set[str] | None) -> None:
+        """A tail such as ", with a total of {total}" after a clause shows the attribute of what the clause is
+        about where it can be, else of whatever the attribute's own entities are."""
+        head = next(ch for ch in node.children if isinstance(ch, Tree) and ch.data == "attr_head")
+        ents, attr = self.attr_np(head)
+        ents = (ents & subject) or ents if subject else ents
+        for ch in node.children:
+            if isinstance(ch, Tree) and ch.data == "value":
+                self.value(ch, ents, attr)
 
     def on_clause(self, node: Tree[Any]) -> set[str]:
         kids = [ch for ch in node.children if isinstance(ch, Tree)]

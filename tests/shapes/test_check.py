@@ -170,6 +170,42 @@ def test_a_slot_showing_another_field_than_its_place_is_s206(orders, text):
     assert bind(report.bindings, right, text, report.findings)[0] == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Your order {order_id} has a total of {total}.",
+        "Order {order_id} shows a total of {total}.",
+        "Your order {order_id} is {status}, with a total of {total}.",
+        "Your order {order_id} is {status}, including shipping of {total}.",
+    ],
+)
+def test_an_attribute_said_to_be_had_shows_that_attribute_of_the_subject(orders, text):
+    """The clause "has a total of {x}" and the tails ", with a total of {x}", ", including shipping of {x}" bind
+    the value to the attribute of what the clause is about: a slot claiming another field is S206."""
+    report = check_template(text, orders, TYPES)
+    assert report.ok, [f.message for f in report.findings]
+    uses = {u.slot: u.fields for u in report.bindings.uses}
+    assert uses["total"] and all(f.startswith("order.") for f in uses["total"]), uses
+    shown = uses["total"][0].partition(".")[2]
+    right = [C("order_id", "order", "id"), C("status", "order", "status"), C("total", "order", shown)]
+    assert bind(report.bindings, right, text, report.findings)[0] == []
+    wrong = [*right[:2], C("total", "order", "weight_kg")]
+    assert [f.code for f in bind(report.bindings, wrong, text, report.findings)[0]] == ["S206"]
+
+
+def test_a_fact_may_close_with_thanks_but_nothing_after_it(orders):
+    assert check_template("Your order {order_id} shipped on {ship_date} – thank you!", orders, TYPES).ok
+    assert check_template("Order {order_id} is {status}, many thanks.", orders, TYPES).ok
+    for text in (
+        "Your order {order_id} shipped on {ship_date}, thank you for waiting so long.",
+        "Your order {order_id} shipped on {ship_date}, thanks to our new courier.",
+        "Your order {order_id} has a bigger total of {total}.",
+        "Your order {order_id} has a total of {total}, including free shipping.",
+        "Your order {order_id} has a total of {total} because of the sale.",
+    ):
+        assert not check_template(text, orders, TYPES).ok, text
+
+
 def test_each_item_of_a_label_line_shows_its_own_attribute(orders):
     text = "Subtotal: {sub} \u00b7 Shipping: {ship} \u00b7 Total: {tot}"
     report = check_template(text, orders, {"sub": "money", "ship": "money", "tot": "money"})
