@@ -443,9 +443,13 @@ def test_the_compiler_writes_state_adverbs_and_labels_for_every_predicate(tmp_pa
         "Your parcel was sent from our depot on {d}.",
         "Your parcel was now sent from our depot on {d}.",
         "Left our depot on: {d}",
+        "Your parcel has been dispatched at the moment.",
+        "Your parcel was sent from our depot on {d} at present.",
     ):
         assert lib.parse(text, types) is not None, text
     for text in (
+        "Your parcel left our depot on {d} at the moment.",
+        "Your parcel has been dispatched at the moment, for now.",
         "Your parcel has just been dispatched.",
         "Your parcel has usually been dispatched.",
         "Your parcel left now our depot on {d}.",
