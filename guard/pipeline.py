@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -854,7 +854,7 @@ class AsyncGuard:
             now=now,
             request_id=request_id or secrets.token_hex(16),
         )
-        decision: Decision = await bound("check", adrive(steps, self.store.aread_many))
+        decision: Decision = await bound("check", self._checked(steps))
         events = g._account(decision, p, lint, principal, t0)
         if events:
             g._log_failed(await asyncio.to_thread(_emit, g.log, events))
@@ -873,8 +873,16 @@ class AsyncGuard:
         ``"check"`` stage through ``bound``."""
         g = self.gate
         _p, _lint, steps = _verifying(payload, g.policy, g.store, principal, now, request_id, g.limits, None)
-        decision: Decision = await bound("check", adrive(steps, self.store.aread_many))
+        decision: Decision = await bound("check", self._checked(steps))
         return decision
+
+    async def _checked(self, steps: Generator[list[Read], Rows, Decision]) -> Decision:
+        """``steps`` on the loop, their reads awaited; until the store has reflected the database (it was down at
+        open), all of them through the greenlet bridge, where the reflection can connect."""
+        store = self.store
+        if not store.reflected:
+            return cast(Decision, await store.call(drive, steps, store.read_many))
+        return await adrive(steps, store.aread_many)
 
     async def aclose(self) -> None:
         """Close the store's connections and the log."""

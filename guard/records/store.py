@@ -585,6 +585,12 @@ class RecordStore:
         return self._built
 
     @property
+    def reflected(self) -> bool:
+        """Whether the policy's tables have been reflected (at open, or at the first read after the database was
+        down then)."""
+        return self._built is not None
+
+    @property
     def url(self) -> str:
         """The database URL without its password."""
         return self.engine.url.render_as_string(hide_password=True)
