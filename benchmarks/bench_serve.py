@@ -21,32 +21,37 @@ httpx client it replaced cost more than the server and set the rate) reports:
 
 Loopback only; every loop is bounded in time or count.
 
-Measured (2026-12-05, PostgreSQL, 2 workers, 2 shared CPUs; ``--seconds 5 --requests 20000``; two runs of main
-("before", load average 1.2-4.6) and three of this branch ("after", 1.3-4.9), interleaved; the CPU figures hold
-under load, the wall rates do not):
+Measured (2026-12-05, PostgreSQL, 2 workers, 2 shared CPUs; ``--seconds 5 --requests 5000``; base is main at
+6134a3a, "after" this branch; three runs of main and two of the branch, interleaved, at load average 1.8-3.8 from
+other work on the machine: the CPU figures hold under load, the wall rates do not):
 
-- in process: ``Guard.run`` 0.30-0.32 ms CPU a run (2550-2700 /s serial, 1450 /s at load 4.9); ``AsyncGuard.run``
-  0.47-0.49 ms CPU a run, 1700-1850 /s, before and after;
-- workers' CPU a ``POST /v1/run`` at 1 / 16 / 64 in flight: before 0.89-0.90 / 1.03-1.16 / 1.09-1.23 ms; after
-  0.82-0.89 / 0.88-0.89 / 0.91-0.95 ms (1.01 at 64 with the lean layer alone). The lean layer (``Lean`` in
-  guard.server.app: the route answered without Starlette's and FastAPI's middleware, routing and request
-  wrapper) took the framework's share of a profiled request from 10% to 2%; the shared JSON decoder saves
-  about 6 us a payload (in Guard.run too), the lint cache hit without a time limit a timer and a coroutine;
-- per core by CPU time (at 64 in flight): 813-922 -> 992-1096 requests per worker CPU second = 0.26-0.28 x ->
-  0.30-0.34 x in-process ``Guard.run``'s runs per CPU second (target 0.6: not met); by wall 0.18 x -> 0.19 x
-  (0.36 x in a run where the load of 4.9 halved the serial in-process rate: not a real gain);
-- what is left (profiled, with the lean layer): the database through SQLAlchemy's asyncio engine and psycopg's async
-  connection about half (``AsyncGuard`` alone is still 0.47 ms against ``Guard.run``'s 0.30: four round trips a
-  run, a checkout ping and a query per entity, each awaited through the greenlet bridge and the event loop),
-  uvicorn's HTTP protocol 14%, guard's server layer 8%, the gate 8%, multiprocess metrics 6% (23 mmap writes a
-  request), JSON 5%, logging 2%;
-- ``POST /v1/run`` at 1 / 16 / 64 in flight: before 936-948 / 825-899 / 751-916 /s, p50 1.0 / 11-14 / 60-87 ms,
-  p99 1.6-1.7 / 49-61 / 244-251 ms; after 741-1031 / 1027-1043 / 1022-1033 /s, p50 1.0 / 13-15 / 58-60 ms, p99
-  1.3-6.0 / 39-50 / 195-209 ms; no errors; the client's CPU 0.06-0.08 ms a request;
-- open loop at half saturation: p50 1.3-1.8 ms, p99 8.7-16 ms before; p50 1.2-1.6 ms, p99 4.7-11 ms after
-  (target 25 ms), no errors;
-- memory of the two workers: +0.1-0.2% over 20,000 requests (258.4-260.3 MiB), no errors; earlier, 274.5 ->
-  274.6 MiB over 100,000.
+- what changed: a payload's entity reads share one checked-out connection (``RecordStore.read_many``; the checker
+  yields all its reads at once, so ``Guard`` reads them blocking and ``AsyncGuard`` awaits them); a pooled
+  PostgreSQL connection is pinged at checkout only when it has been idle 5 s or its socket is not quiet (a
+  ``poll``, no round trip), so a run of one entity is one round trip instead of two;
+- in process: ``Guard.run`` 0.31-0.36 -> 0.27-0.28 ms CPU a run; ``AsyncGuard.run`` 0.49-0.53 -> 0.39-0.45 ms
+  (five interleaved in-process runs each: 0.52-0.57 -> 0.37-0.47);
+- workers' CPU a ``POST /v1/run`` at 1 / 16 / 64 in flight: before 0.88-1.17 / 1.02-1.40 / 1.05-1.18 ms; after
+  0.86-0.93 / 1.08-1.14 / 1.04 ms;
+- per core by CPU time (at 64 in flight): 849-955 -> 965 requests per worker CPU second = 0.27-0.31 x ->
+  0.26-0.27 x in-process ``Guard.run``'s runs per CPU second (target 0.6: not met). The ratio did not move
+  because the in-process baseline lost the same ping: both sides are about 0.03-0.1 ms cheaper (a run of the
+  variant below, with the statements on the asyncio driver's own connection: 0.79 / 0.88 / 1.00 ms, 0.27 x);
+- tried, not kept: sending the statements on the asyncio driver's own connection (psycopg's ``AsyncConnection``,
+  aiomysql, aiosqlite; checkout and return still through SQLAlchemy's pool) instead of the greenlet bridge:
+  ``AsyncGuard.run`` 0.42-0.46 ms against 0.37-0.47, no gain for two more code paths; no pool reset on return for
+  PostgreSQL's autocommit connections: the same within noise (psycopg skips the rollback of an idle connection);
+- what is left: the workers spend about 0.6 ms a request beyond ``AsyncGuard.run`` (uvicorn's protocol and its
+  sends, guard's server layer, multiprocess metrics: 23 mmap writes a request, 0.06-0.08 ms measured in process
+  with ``Guard.run``, JSON, the access log); the profiler here measures wall time, so a send that wakes
+  PostgreSQL or the client on the same two CPUs shows as the sender's time;
+- ``POST /v1/run`` at 1 / 16 / 64 in flight, wall: before 405-825 / 459-923 / 562-864 /s, after 554-590 /
+  553-609 / 623-646 /s (the machine's load set these); no errors; open loop at half saturation p99 8-129 ms
+  before, 10 ms after; memory of the two workers +0.1% over 5,000 requests (259.8-261.1 MiB), no errors.
+
+Earlier (serve17c, same machine): the lean ``/v1/run`` layer took the framework's share of a profiled request from
+10% to 2%; the shared JSON decoder saves about 6 us a payload; workers' CPU at 64 in flight 1.09-1.23 ->
+0.91-0.95 ms then; memory 274.5 -> 274.6 MiB over 100,000 requests.
 
     .venv/bin/python benchmarks/bench_serve.py [--rows 20000] [--seconds 5] [--db URL] [--workers 2] [--requests 20000]
         [--profile DIR]

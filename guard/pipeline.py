@@ -18,11 +18,11 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -38,9 +38,9 @@ from guard.linting.registry import Check, Mode, StageSetup
 from guard.linting.runner import STAGE_MS, LintContext, LintResult, run_stages
 from guard.observe.schema import ClaimEvent, DecisionEvent, PayloadEvent, claim_event, decision_event, payload_event
 from guard.payload import Limits, Payload, load_payload
-from guard.records.checker import Status, check
+from guard.records.checker import Rows, Status, adrive, checking, drive
 from guard.records.policy import Policy, load_policy
-from guard.records.store import RecordStore
+from guard.records.store import Read, RecordStore
 from guard.records.types import to_json
 
 UNLISTED = "_unlisted"
@@ -279,6 +279,23 @@ def _process(
     request_id: str,
 ) -> Decision:
     """Refuse on an enforced finding before any lookup; otherwise check, decide and render."""
+    steps = _processing(p, lint, modes, policy, store, principal=principal, now=now, request_id=request_id)
+    return drive(steps, store.read_many)
+
+
+def _processing(
+    p: Payload,
+    lint: LintResult,
+    modes: Mapping[str, Mode],
+    policy: Policy,
+    store: RecordStore,
+    *,
+    principal: Any,
+    now: datetime | None,
+    request_id: str,
+) -> Generator[list[Read], Rows, Decision]:
+    """:func:`_process` with the check's reads left to the caller (see :func:`guard.records.checker.checking`):
+    :class:`Guard` does them with the store's blocking reads, :class:`AsyncGuard` awaits them."""
     warnings: list[Finding] = []
     findings: list[Finding] = []
     for f in lint.findings:
@@ -294,7 +311,7 @@ def _process(
             warnings=tuple(warnings),
             findings=tuple(findings),
         )
-    results = check(p, policy, store, principal=principal, now=now)
+    results = yield from checking(p, policy, store, principal, now)
     witnessed = lint.measures.get("witnesses")
     if witnessed:
         unwitnessed = [
@@ -423,18 +440,8 @@ def verify(
     >>> # decision = verify(payload_json, policy, store, principal="cus_1")
     """
     t0 = time.perf_counter()
-    p = load_payload(payload, limits)
-    lint = run_stages(LintContext(p.answer_template, domain or "", {}, payload=p), _VERIFY_STAGES)
-    decision = _process(
-        p,
-        lint,
-        _VERIFY_MODES,
-        policy,
-        store,
-        principal=principal,
-        now=now,
-        request_id=request_id or secrets.token_hex(16),
-    )
+    p, lint, steps = _verifying(payload, policy, store, principal, now, request_id, limits, domain)
+    decision = drive(steps, store.read_many)
     if log is not None:
         failed = _emit(
             log,
@@ -452,6 +459,32 @@ def verify(
         if failed is not None:
             _warn_log_failure(failed)
     return decision
+
+
+def _verifying(
+    payload: Payload | str | bytes | dict[str, Any],
+    policy: Policy,
+    store: RecordStore,
+    principal: Any,
+    now: datetime | None,
+    request_id: str | None,
+    limits: Limits | None,
+    domain: str | None,
+) -> tuple[Payload, LintResult, Generator[list[Read], Rows, Decision]]:
+    """:func:`verify` up to its reads: the parsed payload, the format stage's result, and the rest as steps."""
+    p = load_payload(payload, limits)
+    lint = run_stages(LintContext(p.answer_template, domain or "", {}, payload=p), _VERIFY_STAGES)
+    steps = _processing(
+        p,
+        lint,
+        _VERIFY_MODES,
+        policy,
+        store,
+        principal=principal,
+        now=now,
+        request_id=request_id or secrets.token_hex(16),
+    )
+    return p, lint, steps
 
 
 Generate = Callable[[Decision | None], Any]
@@ -811,20 +844,17 @@ class AsyncGuard:
         t0 = time.perf_counter()
         g = self.gate
         p, lint = await self._lint(payload, bound)
-        decision: Decision = await bound(
-            "check",
-            self.store.call(
-                _process,
-                p,
-                lint,
-                g.modes,
-                g.policy,
-                g.store,
-                principal=principal,
-                now=now,
-                request_id=request_id or secrets.token_hex(16),
-            ),
+        steps = _processing(
+            p,
+            lint,
+            g.modes,
+            g.policy,
+            g.store,
+            principal=principal,
+            now=now,
+            request_id=request_id or secrets.token_hex(16),
         )
+        decision: Decision = await bound("check", self._checked(steps))
         events = g._account(decision, p, lint, principal, t0)
         if events:
             g._log_failed(await asyncio.to_thread(_emit, g.log, events))
@@ -842,11 +872,17 @@ class AsyncGuard:
         """:func:`verify` (the pipeline without the prose stages) on this gate's policy and store, awaited: one
         ``"check"`` stage through ``bound``."""
         g = self.gate
-        work = self.store.call(
-            verify, payload, g.policy, g.store, principal=principal, now=now, request_id=request_id, limits=g.limits
-        )
-        decision: Decision = await bound("check", work)
+        _p, _lint, steps = _verifying(payload, g.policy, g.store, principal, now, request_id, g.limits, None)
+        decision: Decision = await bound("check", self._checked(steps))
         return decision
+
+    async def _checked(self, steps: Generator[list[Read], Rows, Decision]) -> Decision:
+        """``steps`` on the loop, their reads awaited; until the store has reflected the database (it was down at
+        open), all of them through the greenlet bridge, where the reflection can connect."""
+        store = self.store
+        if not store.reflected:
+            return cast(Decision, await store.call(drive, steps, store.read_many))
+        return await adrive(steps, store.aread_many)
 
     async def aclose(self) -> None:
         """Close the store's connections and the log."""

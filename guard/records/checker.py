@@ -9,11 +9,11 @@ comparison.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from guard.errors import OptionError, StoreUnavailable
 from guard.payload import Claim, ClaimType, Payload
@@ -21,8 +21,10 @@ from guard.records import _columns
 from guard.records.policy import FieldPolicy, Policy
 from guard.records.results import UTC_NAMES, ClaimResult, stamp
 from guard.records.status import Status
-from guard.records.store import RecordStore
+from guard.records.store import Read, RecordStore
 from guard.records.types import TYPES, BadClaim, BadStored, Batch, ClaimOutOfRange, _exact
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,12 @@ def _unchecked(c: Claim, f: _Field | None, policy: Policy) -> ClaimResult:
     return _result(c, Status.NOT_CHECKABLE, "these records are scoped to a customer and no principal was given")
 
 
+Rows = list[dict[str, Sequence[Any]] | StoreUnavailable]
+"""The store's answer to a list of :class:`~guard.records.store.Read`: each entity's rows, or why there are none."""
+Checking = Generator[list[Read], Rows, list[ClaimResult]]
+"""A check that stops once to have its reads done (:func:`checking`), then returns the results."""
+
+
 def check(
     payload: Payload, policy: Policy, store: RecordStore, *, principal: Any = None, now: datetime | None = None
 ) -> list[ClaimResult]:
@@ -189,6 +197,36 @@ def _check(
     payload: Payload, policy: Policy, store: RecordStore, principal: Any, now: datetime | None, batch: bool
 ) -> list[ClaimResult]:
     """:func:`check`; ``batch=False`` judges claim by claim (the reference the batch path is tested against)."""
+    return drive(checking(payload, policy, store, principal, now, batch), store.read_many)
+
+
+def drive(steps: Generator[list[Read], Rows, T], read: Callable[[list[Read]], Rows]) -> T:
+    """Run ``steps`` to its end, doing each batch of reads it stops for with ``read``."""
+    try:
+        reads = next(steps)
+        while True:
+            reads = steps.send(read(reads))
+    except StopIteration as done:
+        return cast(T, done.value)
+
+
+async def adrive(steps: Generator[list[Read], Rows, T], read: Callable[[list[Read]], Awaitable[Rows]]) -> T:
+    """:func:`drive` with reads that are awaited."""
+    try:
+        reads = next(steps)
+        while True:
+            reads = steps.send(await read(reads))
+    except StopIteration as done:
+        return cast(T, done.value)
+
+
+def checking(
+    payload: Payload, policy: Policy, store: RecordStore, principal: Any, now: datetime | None, batch: bool = True
+) -> Checking:
+    """:func:`check` with its database reads left to the caller: the generator yields every entity's
+    :class:`~guard.records.store.Read` at once (nothing when no claim needs the database) and is sent the
+    store's answer (:meth:`~guard.records.store.RecordStore.read_many`), so that one checkout, and where the
+    driver can, one round trip, serves the payload; :class:`guard.pipeline.AsyncGuard` awaits them."""
     try:
         now = now.astimezone(UTC) if now and now.tzinfo else (now.replace(tzinfo=UTC) if now else datetime.now(UTC))
     except OverflowError:
@@ -245,28 +283,32 @@ def _check(
             columns = _columns.take(cols, idx)
         keys = [key for key in found_keys if key is not None]
         wanted.setdefault(entity, []).append(_columns.Part(f, idx, keys, columns))
+    if not wanted:
+        return cast(list[ClaimResult], results)  # every position is filled above
     db_tz, db_utc = policy.db_tz, policy.db_timezone in UTC_NAMES
     no_stamp = (None, None)
+    t0 = time.perf_counter()
+    reads = []
     for entity, parts in wanted.items():
-        t0 = time.perf_counter()
-        ordered = store.fields(entity, [part.field.name for part in parts])
         every_key = parts[0].keys if len(parts) == 1 else [k for part in parts for k in part.keys]
-        try:
-            rows = store.read(entity, every_key, ordered, principal=principal)
-        except StoreUnavailable as exc:
-            latency = (time.perf_counter() - t0) * 1000
+        reads.append(Read(entity, every_key, store.fields(entity, [part.field.name for part in parts]), principal))
+    answers = yield reads
+    elapsed = (time.perf_counter() - t0) * 1000
+    per_key = elapsed / sum(len(r.keys) for r in reads)
+    for parts, read, rows in zip(wanted.values(), reads, answers):
+        if isinstance(rows, StoreUnavailable):
             for part in parts:
                 for i in part.idx:
                     results[i] = _result(
                         claims[i],
                         Status.UNAVAILABLE,
-                        exc.message,
-                        latency_ms=latency,
-                        cause=getattr(exc, "cause", "error"),
+                        rows.message,
+                        latency_ms=elapsed,
+                        cause=getattr(rows, "cause", "error"),
                     )
             continue
-        latency = (time.perf_counter() - t0) * 1000 / len(every_key)
-        pos = {c: j for j, c in enumerate(ordered, 1)}
+        latency = per_key
+        pos = {c: j for j, c in enumerate(cast(tuple[str, ...], read.fields), 1)}
         stamped = parts[0].field.has_updated
         stamps: dict[str, tuple[datetime | None, str | None]] = {}
         for part in parts:
@@ -323,4 +365,4 @@ def _check(
 
 _last = itemgetter(-1)
 
-__all__ = ["Status", "ClaimResult", "check"]
+__all__ = ["Status", "ClaimResult", "check", "checking", "drive", "adrive"]

@@ -137,3 +137,30 @@ def test_lean_agrees_with_the_routes_on_generated_requests(
     with served_sqlite.client(None) as c:
         lean, reference = _both(c, path, query, headers, BODIES[body], monkeypatch)
     assert lean == reference
+
+
+@pytest.mark.parametrize("path", ["/v1/run", "/v1/check"])
+def test_lean_internal_error_answers_as_the_route_does(served_sqlite, monkeypatch, path):
+    """An exception no handler knows (a bug inside the gate) is the same 500 problem from both, with the request
+    id in the body and none of the exception's words. Both re-raise it to uvicorn (which logs it and closes the
+    connection), so each side asks on a connection of its own."""
+    from guard.pipeline import AsyncGuard
+
+    secret = "boom: /srv/guard/internal/path"
+
+    async def broken(self, *args, **kwargs):
+        raise RuntimeError(secret)
+
+    monkeypatch.setattr(AsyncGuard, "run", broken)
+    monkeypatch.setattr(AsyncGuard, "verify", broken)
+    answers = []
+    for lean in (True, False):
+        with served_sqlite.client("fuzz", **{"X-Guard-Principal": demo.PRINCIPAL}) as c:
+            answers.append(_answer(c, path, "policy=orders", [], PAYLOAD, lean=lean, monkeypatch=monkeypatch))
+    assert answers[0] == answers[1]
+    status, headers, _has_rid, body = answers[0]
+    assert status == 500
+    assert ("content-type", "application/problem+json") in headers
+    problem = json.loads(body)
+    assert problem["status"] == 500 and problem["code"] == "internal" and problem["request_id"] == "<rid>"
+    assert b"boom" not in body and b"/srv/guard" not in body and b"RuntimeError" not in body
