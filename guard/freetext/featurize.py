@@ -210,7 +210,7 @@ class Linguistics:
     One instance per (lexicon, process); get it with :func:`linguistics`.
     """
 
-    def __init__(self, lexicon: Lexicon, matcher: FastMatcher, morphology: dict[str, list[str]]) -> None:
+    def __init__(self, lexicon: Lexicon, matcher: FastMatcher, morphology: dict[str, Any]) -> None:
         import spacy
 
         self.lexicon = lexicon
@@ -225,6 +225,8 @@ class Linguistics:
         self.tokenizer: Tokenizer = self.nlp.tokenizer
         #: word -> lookup lemma
         self.lemmas: dict[str, Any] = tables["lemma_lookup"]
+        #: the lexicon's corrections of the lookup table ("as" is not the plural of "a")
+        self.lemma_fix: dict[str, str] = dict(cast(dict, morphology.get("lemma", {})))
         self.cmp_forms = frozenset(morphology.get("comparative", ()))
         self.sup_forms = frozenset(morphology.get("superlative", ()))
         self.not_cmp = frozenset(morphology.get("not_comparative", ()))
@@ -247,6 +249,9 @@ class Linguistics:
     # -- lexemes --------------------------------------------------------------------
 
     def lemma(self, lower: str) -> str:
+        fixed = self.lemma_fix.get(lower)
+        if fixed is not None:
+            return fixed
         found = self.lemmas.get(lower)
         return found.lower() if isinstance(found, str) else lower
 
