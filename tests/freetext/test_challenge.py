@@ -22,12 +22,13 @@ FRESH = CHALLENGE / "fresh"
 BLIND = CHALLENGE / "blind"
 BLIND2 = CHALLENGE / "blind2"
 BLIND3 = CHALLENGE / "blind3"
+DEV3 = CHALLENGE / "dev3"
 DOMAINS = {"reviews", "science", "debates", "support"}
 
 
 def _rows():
-    """Every line of the challenge sets (the main one, fresh/, blind/, blind2/ and blind3/), with its file and line."""
-    files = [*CHALLENGE.glob("*.jsonl"), *(f for d in (FRESH, BLIND, BLIND2, BLIND3) for f in d.glob("*.jsonl"))]
+    """Every line of the challenge sets (the main one, fresh/, blind*/ and dev3/), with its file and line."""
+    files = [*CHALLENGE.glob("*.jsonl"), *(f for d in (FRESH, BLIND, BLIND2, BLIND3, DEV3) for f in d.glob("*.jsonl"))]
     for f in sorted(files):
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
@@ -45,6 +46,7 @@ def test_challenge_files_follow_the_schema():
     assert {f.stem for f in BLIND.glob("*.jsonl")} == DOMAINS | {"shop_email", "long"}
     assert {f.stem for f in BLIND2.glob("*.jsonl")} == DOMAINS | {"shop_email", "sms"}
     assert {f.stem for f in BLIND3.glob("*.jsonl")} == {"shop_email", "science", "reviews", "debates"}
+    assert {f.stem for f in DEV3.glob("*.jsonl")} == {"shop_email", "science", "reviews", "debates"}
     for f, n, d in _rows():
         where = f"{f.parent.name}/{f.name}:{n}"
         assert tuple(sorted(d)) == tuple(sorted(FIELDS)), where
@@ -58,6 +60,7 @@ def test_challenge_files_follow_the_schema():
     assert len(read_challenge(BLIND)) >= 250
     assert len(read_challenge(BLIND2)) >= 300
     assert len(read_challenge(BLIND3)) >= 400
+    assert len(read_challenge(DEV3)) > len(read_challenge(BLIND3))
 
 
 def test_challenge_covers_every_label_domain_and_hard_cases():
