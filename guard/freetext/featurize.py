@@ -28,7 +28,7 @@ MIN_EVIDENCE = 0.2
 
 #: Bumped whenever a change here alters the features of a text; models record it and
 #: refuse to load under a different one (their weights would silently mean something else).
-FEATURIZER_VERSION = 8
+FEATURIZER_VERSION = 9
 
 #: Stand-in for a ``{slot}``: a private-use character the tokenizer keeps as one token.
 SLOT_CHAR = "\ue000"
@@ -98,9 +98,9 @@ _NUMERIC_KINDS = (
 )
 
 _CONDITION = frozenset({"if", "once", "unless", "whenever", "when", "until"})
-_MODAL = frozenset(
-    {"will", "'ll", "would", "wo", "may", "might", "can", "could", "must", "'d", "ca", "should", "shall"}
-)
+#: Modals that make a condition's second clause a consequence; "can" is left out: after a condition it
+#: grants or instructs ("If you've forgotten your PIN, you can view it in the app", GUIDELINES rule 18).
+_MODAL = frozenset({"will", "'ll", "would", "wo", "may", "might", "could", "must", "'d", "should", "shall"})
 _LEAD_REASON = frozenset({"since", "as", "because", "given", "now"})
 
 
@@ -176,6 +176,12 @@ def clause_features(lexes: Sequence[Lex]) -> list[str]:
     return out
 
 
+#: Morphology kept for the patterns only, never a feature of its own: a plural noun says nothing about a
+#: claim ("workers", "households"), and as a unigram it learnt that plural weekdays are schedules, so that
+#: every plural pushed against ``temporal`` ("The plant opened in 2016 and employs local workers." missed).
+#: Dropping ``m=past`` too was measured and lost causal recall on dev3.
+_KEY_ONLY = frozenset({"m=pl"})
+
 _AUXILIARIES = frozenset(
     {"be", "have", "do", "will", "shall", "can", "may", "must", "would", "could", "should", "might"}
 )
@@ -210,7 +216,7 @@ class Linguistics:
     One instance per (lexicon, process); get it with :func:`linguistics`.
     """
 
-    def __init__(self, lexicon: Lexicon, matcher: FastMatcher, morphology: dict[str, list[str]]) -> None:
+    def __init__(self, lexicon: Lexicon, matcher: FastMatcher, morphology: dict[str, Any]) -> None:
         import spacy
 
         self.lexicon = lexicon
@@ -225,6 +231,8 @@ class Linguistics:
         self.tokenizer: Tokenizer = self.nlp.tokenizer
         #: word -> lookup lemma
         self.lemmas: dict[str, Any] = tables["lemma_lookup"]
+        #: the lexicon's corrections of the lookup table ("as" is not the plural of "a")
+        self.lemma_fix: dict[str, str] = dict(cast(dict, morphology.get("lemma", {})))
         self.cmp_forms = frozenset(morphology.get("comparative", ()))
         self.sup_forms = frozenset(morphology.get("superlative", ()))
         self.not_cmp = frozenset(morphology.get("not_comparative", ()))
@@ -247,6 +255,9 @@ class Linguistics:
     # -- lexemes --------------------------------------------------------------------
 
     def lemma(self, lower: str) -> str:
+        fixed = self.lemma_fix.get(lower)
+        if fixed is not None:
+            return fixed
         found = self.lemmas.get(lower)
         return found.lower() if isinstance(found, str) else lower
 
@@ -288,7 +299,9 @@ class Linguistics:
         if self._is_sup(lower, lemma):
             found.add("guard_sup")
             morph.append("m=sup")
-        plural = lemma != lower and lower in (lemma + "s", lemma + "es", lemma[:-1] + "ies")
+        plural = (
+            lemma != lower and lemma not in _AUXILIARIES and lower in (lemma + "s", lemma + "es", lemma[:-1] + "ies")
+        )
         if plural:
             found.add("guard_plural")
             morph.append("m=pl")
@@ -313,7 +326,7 @@ class Linguistics:
             uni.append("num")
         if digit:
             uni.append("dig")
-        uni.extend(morph)
+        uni.extend(m for m in morph if m not in _KEY_ONLY)
         keys = frozenset(found)
         return Lex(
             text, lower, lemma, abs_, tuple(uni), keys, False, bool(vlex.is_punct), False, self.matcher.state(keys)

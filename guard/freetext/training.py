@@ -9,7 +9,7 @@ Protocol (recorded in the model card):
    measured on test with the dev thresholds;
 4. both baselines go through the same protocol and are reported beside it;
 5. the final model is scored on every challenge split found beside the corpus
-   (``challenge/``, ``challenge/fresh/``, ``challenge/blind/``, ``challenge/blind2/``), never trained or tuned on.
+   (``challenge/``, ``challenge/fresh/``, ``challenge/blind/``, ``blind2/``, ``blind3/``), never trained or tuned on.
 """
 
 from __future__ import annotations
@@ -278,9 +278,10 @@ def train(
 
 
 def default_challenges(corpus: str | Path) -> dict[str, Path]:
-    """The challenge splits beside a corpus directory: ``challenge`` and its ``fresh``, ``blind``, ``blind2`` parts."""
+    """The challenge splits beside a corpus directory: ``challenge`` and its ``fresh``, ``blind``, ``blind2``,
+    ``blind3`` parts."""
     root = Path(corpus) / "challenge"
-    found = {"challenge": root, "fresh": root / "fresh", "blind": root / "blind", "blind2": root / "blind2"}
+    found = {"challenge": root, **{name: root / name for name in ("fresh", "blind", "blind2", "blind3")}}
     return {name: p for name, p in found.items() if p.is_dir() and any(p.glob("*.jsonl"))}
 
 

@@ -21,12 +21,14 @@ CHALLENGE = CORPUS / "challenge"
 FRESH = CHALLENGE / "fresh"
 BLIND = CHALLENGE / "blind"
 BLIND2 = CHALLENGE / "blind2"
+BLIND3 = CHALLENGE / "blind3"
+DEV3 = CHALLENGE / "dev3"
 DOMAINS = {"reviews", "science", "debates", "support"}
 
 
 def _rows():
-    """Every line of the challenge sets (the main one, fresh/, blind/ and blind2/), with its file and line number."""
-    files = [*CHALLENGE.glob("*.jsonl"), *FRESH.glob("*.jsonl"), *BLIND.glob("*.jsonl"), *BLIND2.glob("*.jsonl")]
+    """Every line of the challenge sets (the main one, fresh/, blind*/ and dev3/), with its file and line."""
+    files = [*CHALLENGE.glob("*.jsonl"), *(f for d in (FRESH, BLIND, BLIND2, BLIND3, DEV3) for f in d.glob("*.jsonl"))]
     for f in sorted(files):
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
@@ -43,6 +45,8 @@ def test_challenge_files_follow_the_schema():
         assert {f.stem for f in directory.glob("*.jsonl")} == DOMAINS, directory
     assert {f.stem for f in BLIND.glob("*.jsonl")} == DOMAINS | {"shop_email", "long"}
     assert {f.stem for f in BLIND2.glob("*.jsonl")} == DOMAINS | {"shop_email", "sms"}
+    assert {f.stem for f in BLIND3.glob("*.jsonl")} == {"shop_email", "science", "reviews", "debates"}
+    assert {f.stem for f in DEV3.glob("*.jsonl")} == {"shop_email", "science", "reviews", "debates"}
     for f, n, d in _rows():
         where = f"{f.parent.name}/{f.name}:{n}"
         assert tuple(sorted(d)) == tuple(sorted(FIELDS)), where
@@ -55,6 +59,8 @@ def test_challenge_files_follow_the_schema():
     assert len(read_challenge(FRESH)) >= 100
     assert len(read_challenge(BLIND)) >= 250
     assert len(read_challenge(BLIND2)) >= 300
+    assert len(read_challenge(BLIND3)) >= 400
+    assert len(read_challenge(DEV3)) > len(read_challenge(BLIND3))
 
 
 def test_challenge_covers_every_label_domain_and_hard_cases():
@@ -89,6 +95,17 @@ def test_second_blind_set_covers_registers_long_sentences_and_the_hard_cases():
         assert len(exs) >= 50 and sum(not e.labels for e in exs) >= 8, dom
     for lab in LABELS:
         assert sum(lab in e.labels for e in examples) >= 40, lab
+
+
+def test_third_blind_set_weighs_shop_mail_and_the_out_of_domain_registers():
+    """blind3/ (issue 16, fourth session): mostly clean shop mail, findings, reviews, debate claims."""
+    examples = read_challenge(BLIND3)
+    shop = [e for e in examples if e.domain == "shop_email"]
+    assert len(shop) >= 150 and sum(not e.labels for e in shop) >= 120
+    for dom, lab, n in (("science", "causal", 40), ("reviews", "comparative", 30), ("debates", "quantity", 10)):
+        exs = [e for e in examples if e.domain == dom]
+        assert sum(lab in e.labels for e in exs) >= n, dom
+        assert sum(not e.labels and e.hard for e in exs) >= 15, dom
 
 
 def test_challenge_has_no_duplicates_and_no_overlap_with_the_main_corpus():

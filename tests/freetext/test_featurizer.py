@@ -367,3 +367,71 @@ def test_plain_slots_found_by_the_regex_equal_the_payload_scanner(text):
     masked = mask_slots(text)
     assert masked == _mask_scanned(text.replace(SLOT_CHAR, " "))
     assert len(masked) == len(text)
+
+
+def _feats(text, groups=("words", "lemmas", "classes", "shape", "suffix", "bigrams", "patterns", "clauses")):
+    ling = linguistics(default_lexicon())
+    return set(ling.features(next(iter(ling.lexes([text]))), frozenset(groups)))
+
+
+def test_lemma_corrections_and_plural_flag():
+    """Issue 16, fourth session: spaCy's lookup table lemmatised "as" to "a" (and so counted it as a plural
+    of "a"), "does" to "doe"; auxiliaries and verbs in -s took the plural flag."""
+    ling = linguistics(default_lexicon())
+    for word, lemma in (("as", "as"), ("As", "as"), ("does", "do")):
+        assert ling.lex(ling.strings.add(word)).lemma == lemma, word
+    for word in ("as", "does", "is", "has", "was"):
+        assert "guard_plural" not in ling.lex(ling.strings.add(word)).keys, word
+    for word in ("parcels", "items", "boxes", "deliveries"):
+        assert "guard_plural" in ling.lex(ling.strings.add(word)).keys, word
+    assert "l=a" not in _feats("As expected, it works.") and "b=<s> as" in _feats("As expected, it works.")
+
+
+@given(
+    st.lists(
+        st.sampled_from(["parcels", "workers", "2016", "the", "arrived", "on", "Fridays", "3", "items"]), max_size=8
+    )
+)
+@settings(max_examples=60, deadline=None)
+def test_plural_is_a_pattern_key_never_a_feature(words):
+    """A plural noun says nothing about a claim by itself: ``m=pl`` feeds the patterns, never the model."""
+    feats = _feats(" ".join(words) or "Thanks.")
+    assert "m=pl" not in feats
+
+
+@pytest.mark.parametrize(
+    ("text", "absent"),
+    [
+        ("The plant opened in 2016 and employs local workers.", "p=NUM_NOUN"),  # a year counts nothing
+        ("I've had this one for years and this one does the job.", "p=NUM_NOUN"),  # "one" is a pronoun
+        ("Green tea extract lowered liver enzymes.", "m=cmp"),  # "liver" is no comparative of "live"
+        ("If you've forgotten your PIN, you can view it in the app.", "s=cond_modal"),  # "can" instructs
+        ("Please keep this receipt for your records.", "c=NORM"),
+        ("Support is available during normal business hours.", "c=NORM"),
+        ("We'll email you when your parcel ships.", "c=CAUSE_CONNECTIVE"),
+        ("So far, your parcel is at the depot.", "c=CAUSE_CONNECTIVE"),
+        ("The effect of caffeine on reaction time was small.", "p=NO_CLAIM"),
+    ],
+)
+def test_narrowed_classes_and_patterns_leave_these_out(text, absent):
+    assert absent not in _feats(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "present"),
+    [
+        ("If the card is reported lost, we will block it.", "s=cond_modal"),
+        ("My opponent missed over a hundred votes.", "p=BOUND"),
+        ("Your order will arrive in more than one parcel.", "p=BOUND"),
+        ("Product colours are shown as accurately as possible.", "p=FIXED_MORE"),
+        ("We examined the effect of caffeine on reaction time.", "p=NO_CLAIM"),
+        ("Items sold by third-party sellers ship separately.", "p=NO_CLAIM"),
+        ("You agreed when you created your account.", "p=NO_CLAIM"),
+        ("I got the 500 GB version.", "p=NAMED_NUMBER"),
+        ("The data support a causal role of LDL in atherosclerosis.", "p=CAUSAL_CONNECTIVE"),
+        ("Delivery is slower than usual.", "p=THAN_ANCHOR"),
+        ("That's unusual for an order of this size.", "c=NORM"),
+    ],
+)
+def test_the_claims_keep_their_evidence(text, present):
+    assert present in _feats(text)

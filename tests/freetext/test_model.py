@@ -526,6 +526,37 @@ def test_saved_and_loaded_model_keeps_vocabulary_weights_and_predictions(shipped
     assert [tuple(p) for p in again.predict(texts)] == [tuple(p) for p in shipped.predict(texts)]
 
 
+def test_a_model_saved_by_joblib_still_loads_and_predicts_alike(shipped, tmp_path):
+    """Models written before the zlib+pickle format (joblib.dump, compress=3) load through joblib."""
+    import joblib
+
+    from guard.freetext.model import MODEL_MAGIC, file_sha256, save
+
+    path = tmp_path / "old.joblib"
+    save(shipped, path, {k: v for k, v in shipped.card.items() if k != "model_file"})
+    assert path.read_bytes().startswith(MODEL_MAGIC)
+    joblib.dump(shipped, path, compress=3)
+    card = json.loads(card_path(path).read_text())
+    card["model_file"]["sha256"] = file_sha256(path)
+    card_path(path).write_text(json.dumps(card))
+    old = load(path)
+    text = ["It arrived faster than usual because of the storm, on Friday, with 3 items."]
+    assert tuple(old.predict(text)[0]) == tuple(shipped.predict(text)[0])
+
+
+def test_a_corrupt_model_file_is_a_model_error(shipped, tmp_path):
+    from guard.freetext.model import MODEL_MAGIC, file_sha256, save
+
+    path = tmp_path / "corrupt.joblib"
+    save(shipped, path, {k: v for k, v in shipped.card.items() if k != "model_file"})
+    path.write_bytes(MODEL_MAGIC + b"not zlib at all")
+    card = json.loads(card_path(path).read_text())
+    card["model_file"]["sha256"] = file_sha256(path)
+    card_path(path).write_text(json.dumps(card))
+    with pytest.raises(ModelError, match="cannot be read"):
+        load(path)
+
+
 def test_a_model_pickled_with_its_vocabulary_as_a_dict_still_loads(shipped):
     from guard.freetext.model import FreeTextClassifier
 
@@ -549,15 +580,13 @@ def test_a_vocabulary_listing_a_feature_twice_is_refused(shipped):
 
 
 def test_weights_that_do_not_fit_the_vocabulary_are_refused(tmp_path, shipped):
-    import joblib
-
-    from guard.freetext.model import file_sha256, save
+    from guard.freetext.model import file_sha256, read_model_file, save, write_model_file
 
     path = tmp_path / "bad.joblib"
     save(shipped, path, {k: v for k, v in shipped.card.items() if k != "model_file"})
-    bad = joblib.load(path)
+    bad = read_model_file(path)
     bad.weights = bad.weights[:-1]
-    joblib.dump(bad, path, compress=3)
+    write_model_file(bad, path)
     card = json.loads(card_path(path).read_text())
     card["model_file"]["sha256"] = file_sha256(path)
     card_path(path).write_text(json.dumps(card))
