@@ -569,33 +569,18 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
-#: First bytes of a model file written by :func:`write_model_file`; a file without them is read by joblib.
-MODEL_MAGIC = b"guard-freetext-model zlib+pickle\n"
-
-
 def write_model_file(clf: FreeTextClassifier, path: str | Path) -> None:
-    """The classifier as :data:`MODEL_MAGIC` and a zlib-compressed pickle. joblib's own format needs joblib
-    to read it, whose import (its process pool, psutil, asyncio) and Python-level unpickler cost ``guard
-    classify`` more CPU than the load itself; the model holds three small numpy arrays, which pickle
-    writes as well."""
-    import pickle
-    import zlib
+    """The classifier in joblib's format, compressed (the format ``models/`` promises its users)."""
+    import joblib
 
-    Path(path).write_bytes(MODEL_MAGIC + zlib.compress(pickle.dumps(clf, protocol=pickle.HIGHEST_PROTOCOL), 6))
+    joblib.dump(clf, path, compress=3)
 
 
 def read_model_file(path: str | Path) -> Any:
-    """What :func:`write_model_file` wrote, or a model saved by joblib before it (read by joblib)."""
-    with open(path, "rb") as fh:
-        head = fh.read(len(MODEL_MAGIC))
-        if head != MODEL_MAGIC:
-            import joblib
+    """What :func:`write_model_file` wrote."""
+    import joblib
 
-            return joblib.load(path)
-        import pickle
-        import zlib
-
-        return pickle.loads(zlib.decompress(fh.read()))
+    return joblib.load(path)
 
 
 def save(clf: FreeTextClassifier, path: str | Path, card: dict[str, Any]) -> dict[str, Any]:
@@ -686,7 +671,7 @@ def load(path: str | Path | None = None) -> FreeTextClassifier:
     check_card(card, path)
     try:
         clf = read_model_file(path)
-    except Exception as exc:  # zlib, pickle and joblib raise many types for a corrupt file
+    except Exception as exc:  # joblib and pickle raise many types for a corrupt file
         raise ModelError(f"model file {path} cannot be read: {type(exc).__name__}: {exc}", location=str(path)) from None
     if not isinstance(clf, FreeTextClassifier):
         raise ModelError(f"{path} holds a {type(clf).__name__}, not a FreeTextClassifier", location=str(path))
