@@ -196,12 +196,16 @@ def test_an_attribute_said_to_be_had_shows_that_attribute_of_the_subject(orders,
 def test_a_fact_may_close_with_thanks_but_nothing_after_it(orders):
     assert check_template("Your order {order_id} shipped on {ship_date} – thank you!", orders, TYPES).ok
     assert check_template("Order {order_id} is {status}, many thanks.", orders, TYPES).ok
+    assert check_template("Your order {order_id} has been cancelled, I'm afraid.", orders, TYPES).ok
+    assert check_template("Good news, {name}: your order {order_id} is {status}.", orders, TYPES).ok
     for text in (
         "Your order {order_id} shipped on {ship_date}, thank you for waiting so long.",
         "Your order {order_id} shipped on {ship_date}, thanks to our new courier.",
         "Your order {order_id} has a bigger total of {total}.",
         "Your order {order_id} has a total of {total}, including free shipping.",
         "Your order {order_id} has a total of {total} because of the sale.",
+        "Your order {order_id} has been cancelled, I'm afraid, because of the weather.",
+        "Good news, {name}: your order {order_id} is early.",
     ):
         assert not check_template(text, orders, TYPES).ok, text
 
