@@ -233,7 +233,7 @@ class _Analysis:
                 continue
             if ch.data == "clause":
                 ents = self.on_clause(ch)
-                first = ents if first is None else first
+                first = (ents or None) if first is None else first
             elif ch.data == "predicate":
                 self.predicate(ch, first, None)
             elif ch.data == "attr_tail":
@@ -267,9 +267,17 @@ class _Analysis:
                 if k.data == "value":
                     self.value(k, ents, attr)
             return ents
+        found: set[str] = set()
         for k in kids:
-            self.walk(k)
-        return set()
+            stmt = next(
+                ((s, m) for s in k.iter_subtrees_topdown() if (m := self.meta(s)) is not None and m.kind == STATEMENT),
+                None,
+            )
+            if stmt is None:
+                self.walk(k)
+            else:
+                found |= self.on_statement_rule(*stmt)
+        return found
 
     def attr_np(self, node: Tree[Any]) -> tuple[set[str], RuleMeta | None]:
         """The entities an attribute phrase can be about and the attribute rule ("total", "ship date")."""
@@ -355,18 +363,22 @@ class _Analysis:
             elif isinstance(ch, Tree) and ch.data == "predicate":
                 self.predicate(ch, ents, head)
 
-    def on_statement_rule(self, node: Tree[Any], meta: RuleMeta) -> None:
+    def on_statement_rule(self, node: Tree[Any], meta: RuleMeta) -> set[str]:
         ents: set[str] | None = None
         for sub in node.iter_subtrees_topdown():
             if sub.data == "subject":
                 s = self.on_subject(sub)
                 ents = s if ents is None else ents & s
+        chosen = meta.entities if ents is None or "" in meta.entities else (ents & meta.entities) or meta.entities
         covered = {id(t) for s in node.find_data("subject") for t in _slots(s)}
         for tok in _slots(node):
             if id(tok) not in covered:
-                self.use(tok, (), meta.text)
-        chosen = meta.entities if ents is None or "" in meta.entities else (ents & meta.entities) or meta.entities
+                self.use(tok, self.fields_of(meta, chosen, _TERMINAL_TYPES.get(tok.type, "")), meta.text)
         self.want(meta, chosen, node)
+        return {e for e in chosen if e}
+
+
+STATEMENT = "statement"
 
 
 def _slots(node: Tree[Any]) -> list[Token]:

@@ -34,6 +34,7 @@ from guard.shapes.phrases import (
     Slot,
     Word,
     expand,
+    leaves,
     parse_phrase,
     refs,
     words,
@@ -58,6 +59,18 @@ and taken where compose.lark's ``screen`` rule is used."""
 _Entry = tuple[tuple[Atom, ...], str, dict[str, set[str]], tuple[Witness, ...]]
 """A wording, the entity it is about, the fields its slots show by type, and the claims that prove the state it
 asserts (any one of them; empty: it asserts no state)."""
+
+
+def _statement_slots(trees: Iterable[Node]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The fields a statement's own slots name, by claim type, over all its forms ("{money:refund.amount_minor}
+    has been refunded"): a slot of that type in the statement shows one of them. Slots inside a subject are the
+    subject's."""
+    by_type: dict[str, set[str]] = {}
+    for tree in trees:
+        for leaf in leaves(tree):
+            if isinstance(leaf, Slot) and leaf.field:
+                by_type.setdefault(leaf.type, set()).add(leaf.field)
+    return tuple((t, tuple(sorted(fs))) for t, fs in sorted(by_type.items()))
 
 
 @dataclass(frozen=True)
@@ -481,18 +494,21 @@ class _Compiler:
             where = f"{self.where}:statements[{j}]"
             if st.entity is not None and st.entity not in self.lex.entities:
                 raise GrammarError(f"{where}: unknown entity {st.entity!r}", location=where)
-            name = f"x{j}"
-            body = " | ".join(_lark_expr(self.parse(p, "statement", where), self.ref, self.group) for p in st.forms)
-            self.rules.append((name, body))
             for e in st.witnesses:
                 if e not in self.lex.entities:
                     raise GrammarError(f"{where}: unknown entity {e!r} in witnesses", location=where)
-            if st.witnesses:
-                bindings = tuple(Binding(e, (), _proofs(w)) for e, w in sorted(st.witnesses.items()))
-            else:
-                bindings = (Binding(st.entity or "", (), st.proofs),)
-            self.meta[name] = RuleMeta("statement", bindings, st.forms[0])
-            alts.append(name)
+            # one rule a form, so that each form's slots show the fields that form names
+            for k, form in enumerate(st.forms):
+                name = f"x{j}_{k}"
+                tree = self.parse(form, "statement", where)
+                self.rules.append((name, _lark_expr(tree, self.ref, self.group)))
+                slots = _statement_slots([tree])
+                if st.witnesses:
+                    bindings = tuple(Binding(e, slots, _proofs(w)) for e, w in sorted(st.witnesses.items()))
+                else:
+                    bindings = (Binding(st.entity or "", slots, st.proofs),)
+                self.meta[name] = RuleMeta("statement", bindings, form)
+                alts.append(name)
         self.rules.append(("stmt", " | ".join(alts) if alts else self.never("stmt")))
 
     def classes(self) -> None:
@@ -579,3 +595,6 @@ def claim_words(core: Lexicon) -> Mapping[str, str]:
 
 
 __all__ = ["Binding", "RuleMeta", "Compiled", "compile_lexicon", "compile_files", "claim_words", "UNIONS"]
+
+SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).digest()
+"""This module's source as imported: part of the grammar cache key (guard/shapes/tables.py)."""

@@ -11,6 +11,7 @@ one Lark grammar.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +225,6 @@ __all__ = [
     "Lexicon",
     "read_lexicon",
 ]
+
+SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).digest()
+"""This module's source as imported: part of the grammar cache key (guard/shapes/tables.py)."""

@@ -14,9 +14,11 @@ so the same notation serves both.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import product
+from pathlib import Path
 
 import regex
 
@@ -247,3 +249,6 @@ __all__ = [
     "refs",
     "leaves",
 ]
+
+SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).digest()
+"""This module's source as imported: part of the grammar cache key (guard/shapes/tables.py)."""

@@ -16,6 +16,7 @@ orders' rules was two thirds of a warm load).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import marshal
@@ -279,9 +280,17 @@ def key(domain: str, files: Iterable[Path]) -> str:
         except OSError:
             h.update(b"\0missing\0")
         h.update(b"\0")
-    for mod in ("compiler", "phrases", "lexicon"):
-        h.update(Path(__file__).with_name(f"{mod}.py").read_bytes())
+    h.update(_code_digest())
     return h.hexdigest()[:24]
+
+
+@functools.cache
+def _code_digest() -> bytes:
+    """The compiler's source as this process imported it: a file edited while a process runs must not key tables
+    built by the old code."""
+    from guard.shapes import compiler, lexicon, phrases
+
+    return b"".join(mod.SOURCE_DIGEST for mod in (compiler, phrases, lexicon))
 
 
 def read(path: Path) -> tuple[Compiled, dict[str, Any]] | None:

@@ -193,6 +193,24 @@ def test_an_attribute_said_to_be_had_shows_that_attribute_of_the_subject(orders,
     assert [f.code for f in bind(report.bindings, wrong, text, report.findings)[0]] == ["S206"]
 
 
+def test_a_statement_slot_shows_the_field_its_form_names():
+    """Each form of a domain statement binds its own slots: "{money:refund.amount_minor} has been refunded to
+    your card" takes a refund amount, not a payment's; and a predicate after a statement is said of the
+    statement's subject."""
+    billing = load_library("billing")
+    text = "{amt} has been refunded to your card."
+    report = check_template(text, billing, {"amt": "money"})
+    assert report.ok
+    assert {u.slot: u.fields for u in report.bindings.uses} == {"amt": ("refund.amount_minor",)}
+    assert bind(report.bindings, [C("amt", "refund", "amount_minor")], text, report.findings)[0] == []
+    wrong = bind(report.bindings, [C("amt", "payment", "amount_minor")], text, report.findings)[0]
+    assert [f.code for f in wrong] == ["S206"]
+    text = "We have received your payment, received on {on}."
+    report = check_template(text, billing, {"on": "date"})
+    assert report.ok, [f.message for f in report.findings]
+    assert {u.slot: u.fields for u in report.bindings.uses} == {"on": ("payment.received_at",)}
+
+
 def test_a_fact_may_close_with_thanks_but_nothing_after_it(orders):
     assert check_template("Your order {order_id} shipped on {ship_date} – thank you!", orders, TYPES).ok
     assert check_template("Order {order_id} is {status}, many thanks.", orders, TYPES).ok

@@ -218,3 +218,19 @@ def test_what_a_failed_parse_expected_is_read_from_the_stored_names_as_from_lark
     ours, reference, lib = pair
     plain = type(lib)(lib.compiled, reference, lib.files)
     assert lib.firsts == plain.firsts and lib.firsts["unit"]
+
+
+def test_the_cache_key_follows_the_compiler_this_process_imported(shop, monkeypatch):
+    """A compiler edited on disk while a process runs must not key tables built by the code it runs: the key
+    hashes the source as imported, and any change of it is a new key."""
+    from guard.shapes import compiler
+
+    files = [shop / "shop.yaml"]
+    before = tables.key("shop", files)
+    assert tables.key("shop", files) == before
+    tables._code_digest.cache_clear()
+    monkeypatch.setattr(compiler, "SOURCE_DIGEST", b"\0" * 32)
+    try:
+        assert tables.key("shop", files) != before
+    finally:
+        tables._code_digest.cache_clear()
