@@ -484,10 +484,20 @@ class _Compiler:
     def sentence_classes(self) -> None:
         for cls in SENTENCE_CLASSES:
             alts = []
-            for owner, lx in (("core.yaml", self.core), (self.where, self.lex)):
+            for tag, (owner, lx) in enumerate((("core.yaml", self.core), (self.where, self.lex))):
                 for j, p in enumerate(lx.sentence_class(cls)):
                     tree = self.parse(p, cls, f"{owner}:{cls}[{j}]")
-                    alts.append(_lark_expr(tree, self.ref, self.group))
+                    expr = _lark_expr(tree, self.ref, self.group)
+                    slots = _statement_slots([tree])
+                    if not slots:
+                        alts.append(expr)
+                        continue
+                    # an entry whose slots name fields ("pay <object> by {date:invoice.due_date}") is its own rule,
+                    # read like a statement, so that its slots show those fields
+                    name = f"y{tag}_{cls}_{j}"
+                    self.rules.append((name, expr))
+                    self.meta[name] = RuleMeta("statement", (Binding("", slots, ()),), p)
+                    alts.append(name)
             self.rules.append((cls, "\n    | ".join(alts) if alts else self.never(cls)))
         alts = []
         for j, st in enumerate(self.lex.statements):

@@ -211,6 +211,42 @@ def test_a_statement_slot_shows_the_field_its_form_names():
     assert {u.slot: u.fields for u in report.bindings.uses} == {"on": ("payment.received_at",)}
 
 
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("{amt} has been returned to your {method}.", True),
+        ("We acknowledge receipt of {amt} via {method} on {d}.", True),
+        ("Please pay {amt} by {d}.", True),
+        ("{amt} has been returned to your {method}, as usual.", False),
+        ("We acknowledge receipt of {amt} via {method} two days early.", False),
+        ("Please pay {amt} by Friday.", False),
+    ],
+)
+def test_billing_money_statements_bind_their_slots(text, ok):
+    billing = load_library("billing")
+    types = {"amt": "money", "method": "string", "d": "date"}
+    report = check_template(text, billing, types)
+    assert report.ok is ok, [f.message for f in report.findings]
+    if ok:
+        assert all(u.fields for u in report.bindings.uses), report.bindings.uses
+
+
+def test_a_slot_in_an_instruction_shows_the_field_the_entry_names():
+    """Sentence-class entries whose slots name fields (an instruction's "pay <object> by {date:invoice.due_date}")
+    bind them as statements do: a date claiming another field there is S206."""
+    billing = load_library("billing")
+    text = "Please pay {amt} by {d}."
+    report = check_template(text, billing, {"amt": "money", "d": "date"})
+    assert {u.slot: u.fields for u in report.bindings.uses} == {
+        "amt": ("invoice.amount_minor",),
+        "d": ("invoice.due_date",),
+    }
+    right = [C("amt", "invoice", "amount_minor"), C("d", "invoice", "due_date")]
+    assert bind(report.bindings, right, text, report.findings)[0] == []
+    wrong = [C("amt", "invoice", "amount_minor"), C("d", "payment", "received_at")]
+    assert [f.code for f in bind(report.bindings, wrong, text, report.findings)[0]] == ["S206"]
+
+
 def test_a_fact_may_close_with_thanks_but_nothing_after_it(orders):
     assert check_template("Your order {order_id} shipped on {ship_date} – thank you!", orders, TYPES).ok
     assert check_template("Order {order_id} is {status}, many thanks.", orders, TYPES).ok
