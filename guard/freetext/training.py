@@ -9,7 +9,8 @@ Protocol (recorded in the model card):
    measured on test with the dev thresholds;
 4. both baselines go through the same protocol and are reported beside it;
 5. the final model is scored on every challenge split found beside the corpus
-   (``challenge/``, ``challenge/fresh/``, ``challenge/blind/``, ``blind2/``, ``blind3/``), never trained or tuned on.
+   (``challenge/``, ``challenge/fresh/``, ``challenge/blind/``, ``blind2/`` to ``blind4/``), never trained or tuned
+   on.
 """
 
 from __future__ import annotations
@@ -279,9 +280,9 @@ def train(
 
 def default_challenges(corpus: str | Path) -> dict[str, Path]:
     """The challenge splits beside a corpus directory: ``challenge`` and its ``fresh``, ``blind``, ``blind2``,
-    ``blind3`` parts."""
+    ``blind3``, ``blind4`` parts."""
     root = Path(corpus) / "challenge"
-    found = {"challenge": root, **{name: root / name for name in ("fresh", "blind", "blind2", "blind3")}}
+    found = {"challenge": root, **{name: root / name for name in ("fresh", "blind", "blind2", "blind3", "blind4")}}
     return {name: p for name, p in found.items() if p.is_dir() and any(p.glob("*.jsonl"))}
 
 

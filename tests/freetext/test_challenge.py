@@ -22,13 +22,15 @@ FRESH = CHALLENGE / "fresh"
 BLIND = CHALLENGE / "blind"
 BLIND2 = CHALLENGE / "blind2"
 BLIND3 = CHALLENGE / "blind3"
+BLIND4 = CHALLENGE / "blind4"
 DEV3 = CHALLENGE / "dev3"
 DOMAINS = {"reviews", "science", "debates", "support"}
 
 
 def _rows():
     """Every line of the challenge sets (the main one, fresh/, blind*/ and dev3/), with its file and line."""
-    files = [*CHALLENGE.glob("*.jsonl"), *(f for d in (FRESH, BLIND, BLIND2, BLIND3, DEV3) for f in d.glob("*.jsonl"))]
+    parts = (FRESH, BLIND, BLIND2, BLIND3, BLIND4, DEV3)
+    files = [*CHALLENGE.glob("*.jsonl"), *(f for d in parts for f in d.glob("*.jsonl"))]
     for f in sorted(files):
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
@@ -47,6 +49,7 @@ def test_challenge_files_follow_the_schema():
     assert {f.stem for f in BLIND2.glob("*.jsonl")} == DOMAINS | {"shop_email", "sms"}
     assert {f.stem for f in BLIND3.glob("*.jsonl")} == {"shop_email", "science", "reviews", "debates"}
     assert {f.stem for f in DEV3.glob("*.jsonl")} == {"shop_email", "science", "reviews", "debates"}
+    assert {f.stem for f in BLIND4.glob("*.jsonl")} == {"shop_email", "science", "reviews"}
     for f, n, d in _rows():
         where = f"{f.parent.name}/{f.name}:{n}"
         assert tuple(sorted(d)) == tuple(sorted(FIELDS)), where
@@ -61,6 +64,7 @@ def test_challenge_files_follow_the_schema():
     assert len(read_challenge(BLIND2)) >= 300
     assert len(read_challenge(BLIND3)) >= 400
     assert len(read_challenge(DEV3)) > len(read_challenge(BLIND3))
+    assert len(read_challenge(BLIND4)) >= 200
 
 
 def test_challenge_covers_every_label_domain_and_hard_cases():
@@ -106,6 +110,21 @@ def test_third_blind_set_weighs_shop_mail_and_the_out_of_domain_registers():
         exs = [e for e in examples if e.domain == dom]
         assert sum(lab in e.labels for e in exs) >= n, dom
         assert sum(not e.labels and e.hard for e in exs) >= 15, dom
+
+
+def test_fourth_blind_set_weighs_hedged_shop_mail_and_hedged_findings():
+    """blind4/ (issue 16, fifth session): clean shop mail with modal courtesy, hedged causal findings."""
+    examples = read_challenge(BLIND4)
+    shop = [e for e in examples if e.domain == "shop_email"]
+    assert len(shop) >= 120 and sum(not e.labels for e in shop) >= 90
+    modal = ("may ", "might ", "could ")
+    assert sum(not e.labels and any(m in e.text.lower() for m in modal) for e in shop) >= 50
+    assert sum(bool(e.labels) and any(m in e.text.lower() for m in modal) for e in shop) >= 10
+    science = [e for e in examples if e.domain == "science"]
+    assert sum("causal" in e.labels and any(m in e.text.lower() for m in modal) for e in science) >= 20
+    assert sum(not e.labels and e.hard for e in science) >= 10
+    reviews = [e for e in examples if e.domain == "reviews"]
+    assert sum("comparative" in e.labels for e in reviews) >= 10
 
 
 def test_challenge_has_no_duplicates_and_no_overlap_with_the_main_corpus():

@@ -435,3 +435,42 @@ def test_narrowed_classes_and_patterns_leave_these_out(text, absent):
 )
 def test_the_claims_keep_their_evidence(text, present):
     assert present in _feats(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You may also want to save this receipt.",
+        "We might get in touch to confirm your address.",
+        "Could you check the postcode for us?",
+        "This may take a moment.",
+        "The parcel may be held at the depot.",
+    ],
+)
+def test_courtesy_modals_carry_no_unigram_and_no_hedged_effect(text):
+    """Issue 16, fifth session: a modal alone was +1.2 causal log-odds (the HEDGE class) on every courtesy
+    line of service mail; now it has no unigram, and HEDGED_EFFECT needs an effect verb after it."""
+    feats = _feats(text)
+    assert not {"w=may", "w=might", "w=could", "l=can", "c=HEDGE", "p=HEDGED_EFFECT"} & feats
+    assert not {f for f in feats if f.startswith("p=TEMPORAL")}
+    assert "c=TIMEPOINT" not in feats and "m=past" not in feats
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Regular exercise may reduce the risk of stroke.",
+        "The new valve might well cut water use.",
+        "A power cut could have delayed the update.",
+        "This could be why the payment failed.",
+        "Statins are thought to protect against dementia.",
+    ],
+)
+def test_hedged_effects_keep_their_causal_pattern(text):
+    assert "p=HEDGED_EFFECT" in _feats(text)
+
+
+def test_may_is_a_month_only_when_capitalised():
+    assert {"c=TIMEPOINT", "p=TEMPORAL_DATE", "w=may"} <= _feats("The shop reopens in May.")
+    assert "p=TEMPORAL_DATE" in _feats("Prices rise this March.")
+    assert "l=may" not in _feats("It might rain.")
