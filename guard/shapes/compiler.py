@@ -223,7 +223,7 @@ class _Compiler:
         return tree
 
     def _check_words(self, tree: Node, contexts: tuple[str, ...], where: str) -> None:
-        for w in words(tree):
+        for w in (part for word in words(tree) for part in word.split("+")):
             hit = self.claim.get(w)
             if hit is not None and not hit[1].intersection(contexts):
                 msg = f"{where}: {w!r} carries a claim ({hit[0]}) and cannot be approved wording in {contexts[-1]!r}"

@@ -58,9 +58,17 @@ def _quoted_slot(pattern: str) -> str:
 
 
 def _word_pattern(word: str) -> str:
-    """A lower-case word as people type it: any case; an apostrophe straight or curly."""
-    body = "".join("['\u2019]" if c == "'" else ("\\" + c if c in _META else c) for c in word)
-    return f"/{body}/i"
+    """A lower-case word as people type it: any case; an apostrophe straight or curly. A fused pair ("on+your")
+    is two words again: the export is not LALR, and llguidance's greedy lexer would hold "on " for "on your" and
+    then fail on "on {date}"."""
+    return " ".join(f"/{_word_body(part)}/i" for part in word.split("+"))
+
+
+def _word_body(word: str) -> str:
+    """The regex of a word; a fused pair spelled as two words ("on your") takes any run of blanks between."""
+    return "".join(
+        "['\u2019]" if c == "'" else "[ \\t]+" if c == " " else ("\\" + c if c in _META else c) for c in word
+    )
 
 
 def _is_word(text: str) -> bool:
@@ -230,7 +238,7 @@ def to_regex(library: Library, slot_names: Mapping[str, Sequence[str]] | None = 
             if text is None:
                 break
             if _is_word(text):
-                word = "".join("['\u2019]" if c == "'" else ("\\" + c if c in _META else c) for c in text)
+                word = _word_body(text)
                 lead = "" if i == 0 else ("[ \\t]*" if text == "'s" else "[ \\t]+")
                 pieces.append(f"{lead}(?i:{word})")
             else:

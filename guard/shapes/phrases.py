@@ -5,6 +5,8 @@
     is [currently | now] {enum}          an optional part (itself alternatives)
     {date:order.shipped_at}              a slot bound to a policy field
     <place>                              a phrase class of the lexicon or of core
+    on+your account                      "on your" as one token: where one word of lookahead cannot tell a
+                                         modifier ("the email on your account") from a predicate ("on {date}")
 
 A phrase parses to a small tree. The compiler either expands it to the finite set
 of token sequences it stands for (subjects, predicates and attributes, which are
@@ -32,7 +34,7 @@ _LEX = regex.compile(
     (?P<space>\s+)
   | (?P<slot>\{(?P<type>[a-z]+)(?::(?P<field>[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*))?\})
   | (?P<ref><(?P<name>[a-z_][a-z0-9_]*)>)
-  | (?P<word>'s\b|[a-z]+(?:'(?!s\b)[a-z]+|-[a-z]+)*)
+  | (?P<word>'s\b|[a-z]+(?:'(?!s\b)[a-z]+|-[a-z]+)*(?:\+[a-z]+(?:'(?!s\b)[a-z]+|-[a-z]+)*)*)
   | (?P<open>[\[(])
   | (?P<close>[\])])
   | (?P<bar>\|)

@@ -180,8 +180,14 @@ class Library:
             if t.name.endswith("_SLOT") or t.name.startswith(NEVER + "_"):  # not the word "never" (NEVER)
                 continue
             self.vocabulary[str(t.pattern.value)] = t.name
-        self.spelling = {v: k for k, v in self.vocabulary.items()}
+        self.spelling = {v: k.replace("+", " ") for k, v in self.vocabulary.items()}
         """Lark terminal to its word or punctuation mark."""
+        self.fused: dict[tuple[str, str], str] = {}
+        """Two words the grammar also reads as one token ("on+your": :meth:`readings`), to their terminal."""
+        for word, name in self.vocabulary.items():
+            first, plus, second = word.partition("+")
+            if plus and "+" not in second:
+                self.fused[(first, second)] = name
         self.claim = compiled.claim_words
         self.screens = any(t.name == SCREEN for t in parser.terminals)
         """Whether the grammar takes screen names anywhere (a user's compose.lark may not)."""
@@ -264,6 +270,35 @@ class Library:
         yield toks
         if any(t.type == SCREEN for t in toks):
             yield self.lark_tokens(text, slot_types, screens=False)
+        if self.fused:
+            yield from self._fusions(toks)
+
+    def _fusions(self, toks: list[Token]) -> Iterator[list[Token]]:
+        """Readings with two words made one fused token ("on your" as ``on+your``): each such pair alone, then
+        all of them when there are several; so a unit costs at most one parse more per pair."""
+        pairs = [
+            (i, name)
+            for i in range(len(toks) - 1)
+            if (name := self.fused.get((str(toks[i].value), str(toks[i + 1].value)))) is not None
+            and toks[i].type == self.vocabulary.get(str(toks[i].value))
+            and toks[i + 1].type == self.vocabulary.get(str(toks[i + 1].value))
+        ]
+        chosen = [[p] for p in pairs]
+        if len(pairs) > 1:
+            chosen.append(pairs)
+        for group in chosen:
+            at = dict(group)
+            out: list[Token] = []
+            i = 0
+            while i < len(toks):
+                if i in at:
+                    a, b = toks[i], toks[i + 1]
+                    out.append(Token(at[i], f"{a.value} {b.value}", start_pos=a.start_pos, end_pos=b.end_pos))
+                    i += 2
+                else:
+                    out.append(toks[i])
+                    i += 1
+            yield out
 
 
 _LOCK = threading.Lock()

@@ -128,3 +128,23 @@ def test_a_small_language_exports_as_a_regex_that_agrees_with_lint(lockers_dir):
     ]:
         assert bool(regex.fullmatch(pattern, text)) == check_template(text, lib, types).ok, text
     json.dumps(pattern)
+
+
+@pytest.mark.parametrize(
+    ("domain", "text", "ok"),
+    [
+        ("account", "The email address on your account is {email}.", True),
+        ("account", "The email address ON  YOUR account is {email}.", True),
+        ("account", "The email address on your account is {email}, as always.", False),
+        ("orders", "We received your return {return_id} on {received_on}.", True),
+        ("orders", "Your order on your account shipped on {received_on}.", True),
+    ],
+)
+def test_a_fused_pair_is_two_words_to_llguidance(domain, text, ok):
+    """The lexicon's fused tokens ("on+your") exist for LALR's one word of lookahead; the export writes them as
+    the two words they are, so "on {date}" stays open where "on your" could also start."""
+    lib = load_domain(domain)
+    types = {"email": "string", "return_id": "identifier", "received_on": "date"}
+    assert check_template(text, lib, types).ok is ok
+    grammar = llg.LLMatcher.grammar_from_lark(to_lark(lib, _names(types)))
+    assert _accepts(grammar, text) is ok
