@@ -110,7 +110,7 @@ def build_state(cfg: ServeConfig) -> State:
         from guard.observe.events import EventLog
 
         log = EventLog(cfg.log)
-    metrics = Metrics()
+    metrics = Metrics(deferred=True)
     gates: dict[tuple[str, str], AsyncGuard] = {}
     for pname, pc in cfg.policies.items():
         try:
@@ -310,10 +310,13 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         for gate in st.gates.values():
             await gate.open(warm=True)
         st.started = True
+        flushing = asyncio.create_task(_flush_metrics(st.metrics))
         profiler = _profiler()
         try:
             yield
         finally:
+            flushing.cancel()
+            _flush_quietly(st.metrics)
             if profiler is not None:
                 profiler.disable()
                 profiler.dump_stats(Path(os.environ[PROFILE_ENV]) / f"worker-{os.getpid()}.prof")
@@ -346,9 +349,11 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         route = getattr(scope.get("route"), "path", "") or "unmatched"
         meters = series.get((route, status))
         if meters is None:  # routes are templates and statuses few, so this stays small
-            meters = series[route, status] = (http_requests.labels(route, str(status)), http_seconds.labels(route))
-        meters[0].inc()
-        meters[1].observe(seconds)
+            child = st.metrics.child
+            meters = series[route, status] = (child(http_requests, route, str(status)), child(http_seconds, route))
+        with st.metrics.lock:
+            meters[0].inc()
+            meters[1].observe(seconds)
         if access_log.isEnabledFor(logging.INFO):
             state = scope.get("state", {})
             line = {
@@ -825,13 +830,35 @@ def _plain_params(scope: Scope, query: dict[str, int], header: bytes) -> dict[st
     return params
 
 
+METRICS_FLUSH_SECONDS = 1.0
+"""How often a worker writes the metrics it holds (``Metrics(deferred=True)``) to the files ``/metrics`` reads: a
+scrape shows another worker's counts at most this late (its own, the worker answering, are flushed first)."""
+
+
+async def _flush_metrics(metrics: Any) -> None:
+    while True:
+        await asyncio.sleep(METRICS_FLUSH_SECONDS)
+        _flush_quietly(metrics)
+
+
+def _flush_quietly(metrics: Any) -> None:
+    """A flush that fails (the multiprocess folder removed) is logged; the counts it was writing are lost."""
+    try:
+        metrics.flush()
+    except GuardError as exc:
+        logging.getLogger("guard.server").warning("metrics not written: %s", exc)
+
+
 def _profiler() -> Any:
-    """A running ``cProfile.Profile`` when ``GUARD_SERVE_PROFILE`` names a folder (for bench_serve), else None."""
+    """A running ``cProfile.Profile`` when ``GUARD_SERVE_PROFILE`` names a folder (for bench_serve), else None.
+
+    It counts the main thread's CPU time, not wall time: on shared cores a wall clock charges a send that wakes
+    the database or the client (and the wait for the core back) to the sender."""
     if not os.environ.get(PROFILE_ENV):
         return None
     import cProfile
 
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.thread_time)
     profiler.enable()
     return profiler
 
