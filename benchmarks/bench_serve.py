@@ -15,9 +15,9 @@ httpx client it replaced cost more than the server and set the rate) reports:
 - memory: the workers' resident set before and after ``--requests`` more requests;
 - the machine's load average at the start and the end, since the client, the server and anything else running
   share the same cores: read the figures with it;
-- with ``--profile DIR``: the workers run under cProfile on each worker's CPU clock (``GUARD_SERVE_PROFILE``) and
-  the report ends with their CPU time per ``/v1/run`` request by part (HTTP, framework, gate, database, logging, metrics, JSON, ...); the
-  profiler slows the workers, so read the shares, not the rates, of such a run.
+- with ``--profile DIR``: the workers run under cProfile on their CPU clock (``GUARD_SERVE_PROFILE``) and the
+  report ends with their CPU time per ``/v1/run`` request by part (HTTP, framework, gate, database, logging,
+  metrics, JSON, ...); the profiler slows the workers, so read the shares, not the rates, of such a run.
 
 Loopback only; every loop is bounded in time or count.
 

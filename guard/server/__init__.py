@@ -52,7 +52,7 @@ LOG_CONFIG: dict[str, Any] = {
         "server": {"format": "%(asctime)s %(name)s %(levelname)s %(message)s"},
     },
     "handlers": {
-        "access": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stdout"},
+        "access": {"class": "guard.server.logs.HeldStreamHandler", "formatter": "plain", "stream": "ext://sys.stdout"},
         "server": {"class": "logging.StreamHandler", "formatter": "server", "stream": "ext://sys.stderr"},
     },
     "loggers": {
@@ -61,8 +61,8 @@ LOG_CONFIG: dict[str, Any] = {
         "uvicorn": {"handlers": ["server"], "level": "INFO", "propagate": False},
     },
 }
-"""One JSON line per request on stdout (request id, key name, route template, status, milliseconds); the server's
-own messages on stderr."""
+"""One JSON line per request on stdout (request id, key name, route template, status, milliseconds), flushed at most
+once a second and at shutdown (:mod:`guard.server.logs`); the server's own messages on stderr."""
 
 
 def app_from_env() -> Any:

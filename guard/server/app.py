@@ -38,6 +38,7 @@ from guard.pipeline import AsyncGuard, StageBound
 from guard.server import PROFILE_ENV, STATE_ENV
 from guard.server import problems as P
 from guard.server.config import KeyConfig, LimitsConfig, ServeConfig, hash_key
+from guard.server.logs import flush_access_log
 from guard.server.models import (
     ClassifyOut,
     ClassifyRequest,
@@ -238,6 +239,22 @@ def _lean_enabled() -> bool:
     return True
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+"""Starlette's ``JSONResponse`` rendering, made once (``json.dumps`` with these options makes an encoder a call)."""
+
+
+class _JsonAnswer:
+    """What :class:`Lean` sends for a 200: the status, headers and body ``JSONResponse(content)`` would have, byte for
+    byte, without the response class (its headers, background and send machinery cost more than the bytes)."""
+
+    __slots__ = ("body", "raw_headers")
+    status_code = 200
+
+    def __init__(self, content: Any) -> None:
+        self.body = _JSON.encode(content).encode("utf-8")
+        self.raw_headers = [(b"content-length", str(len(self.body)).encode()), (b"content-type", b"application/json")]
+
+
 class _TooLarge(Exception):
     """The body streamed past the limit."""
 
@@ -310,13 +327,14 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         for gate in st.gates.values():
             await gate.open(warm=True)
         st.started = True
-        flushing = asyncio.create_task(_flush_metrics(st.metrics))
+        flushing = asyncio.create_task(_flush_held(st.metrics))
         profiler = _profiler()
         try:
             yield
         finally:
             flushing.cancel()
             _flush_quietly(st.metrics)
+            flush_access_log()
             if profiler is not None:
                 profiler.disable()
                 profiler.dump_stats(Path(os.environ[PROFILE_ENV]) / f"worker-{os.getpid()}.prof")
@@ -538,7 +556,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         status = 500
         started = False
 
-        async def respond(response: Response, *extra: tuple[bytes, bytes]) -> None:
+        async def respond(response: Response | _JsonAnswer, *extra: tuple[bytes, bytes]) -> None:
             nonlocal status, started
             status, started = response.status_code, True
             await send({"type": "http.response.start", "status": status, "headers": [*response.raw_headers, *extra]})
@@ -557,7 +575,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
                 decision = await timed(
                     admitted(gate, params["policy"] or "", claims_only, body, params["principal"], moment, rid)
                 )
-                answer: Response = JSONResponse(decision.to_dict())
+                answer: Response | _JsonAnswer = _JsonAnswer(decision.to_dict())
             except _TooLarge:
                 too_large = f"the request body is larger than {max_body} bytes"
                 answer = P.problem(413, "too_large", too_large, request_id=rid)
@@ -835,10 +853,12 @@ METRICS_FLUSH_SECONDS = 1.0
 scrape shows another worker's counts at most this late (its own, the worker answering, are flushed first)."""
 
 
-async def _flush_metrics(metrics: Any) -> None:
+async def _flush_held(metrics: Any) -> None:
+    """Each second: the metrics held in this process, and the access log's lines (:mod:`guard.server.logs`)."""
     while True:
         await asyncio.sleep(METRICS_FLUSH_SECONDS)
         _flush_quietly(metrics)
+        flush_access_log()
 
 
 def _flush_quietly(metrics: Any) -> None:

@@ -60,10 +60,11 @@ class HttpToolsProtocol1Write(HttpToolsProtocol):
     """:class:`~uvicorn.protocols.http.httptools_impl.HttpToolsProtocol` whose responses leave in one write."""
 
     def on_headers_complete(self) -> None:
+        """uvicorn's, then the new request's cycle writes through :class:`_HeadWithBody`."""
         super().on_headers_complete()
         cycle = self.cycle
         if cycle is not None and not isinstance(cycle.transport, _HeadWithBody):
-            cycle.transport = _HeadWithBody(cycle.transport, cycle)
+            cycle.transport = _HeadWithBody(cycle.transport, cycle)  # type: ignore[assignment]
 
 
 __all__ = ["HttpToolsProtocol1Write"]
