@@ -11,7 +11,7 @@ import socket
 
 import pytest
 
-from guard.server.logs import HeldStreamHandler
+from guard.server.logs import HELD_LINES, HeldStreamHandler
 from tests.server.conftest import start, stop
 
 
@@ -107,27 +107,27 @@ def test_expect_100_continue_is_sent_before_the_body(server):
         assert json.loads(body) == {"path": "/c", "echo": "ok"}
 
 
-def test_access_lines_are_held_until_a_flush():
-    stream = io.StringIO()
+def test_access_lines_are_held_until_a_flush_and_none_is_lost():
+    stream = io.StringIO()  # writes through, as stdout does under PYTHONUNBUFFERED
     handler = HeldStreamHandler(stream)
     log = logging.getLogger("tests.server.held")
     log.addHandler(handler)
     log.propagate = False
     log.setLevel(logging.INFO)
     try:
-        log.info("first")  # the first line flushes (none before it)
+        log.info("first")  # nothing written for a second: the first line goes at once
         log.info("second")
-        assert stream.getvalue() == "first\nsecond\n"  # StringIO has no buffer of its own: writes show at once
-        handler._due = float("inf")
-        buffered = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-        handler.setStream(buffered)
         log.info("third")
-        assert buffered.buffer.getvalue() == b""  # held in the stream's buffer, no flush yet
+        assert stream.getvalue() == "first\n"  # held
         handler.flush()
-        assert buffered.buffer.getvalue() == b"third\n"
-        log.info("fourth")
-        buffered_bytes = buffered.buffer
+        assert stream.getvalue() == "first\nsecond\nthird\n"
+        for i in range(HELD_LINES):
+            log.info(f"line {i}")
+        assert stream.getvalue().count("line") == HELD_LINES  # a full batch is written without a flush
+        log.info("last")
+        assert not stream.getvalue().endswith("last\n")
         handler.close()
-        assert buffered_bytes.getvalue() == b"third\nfourth\n"
+        assert stream.getvalue().endswith("last\n")  # closing writes what is held
+        assert stream.getvalue().count("\n") == 3 + HELD_LINES + 1
     finally:
         log.removeHandler(handler)
