@@ -334,7 +334,6 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         finally:
             flushing.cancel()
             _flush_quietly(st.metrics)
-            flush_access_log()
             if profiler is not None:
                 profiler.disable()
                 profiler.dump_stats(Path(os.environ[PROFILE_ENV]) / f"worker-{os.getpid()}.prof")
@@ -858,15 +857,16 @@ async def _flush_held(metrics: Any) -> None:
     while True:
         await asyncio.sleep(METRICS_FLUSH_SECONDS)
         _flush_quietly(metrics)
-        flush_access_log()
 
 
 def _flush_quietly(metrics: Any) -> None:
-    """A flush that fails (the multiprocess folder removed) is logged; the counts it was writing are lost."""
-    try:
-        metrics.flush()
-    except GuardError as exc:
-        logging.getLogger("guard.server").warning("metrics not written: %s", exc)
+    """Write the held metrics and access lines. A flush that fails (the multiprocess folder removed, stdout closed)
+    is logged and the next one tries again; the counts or lines it was writing are lost."""
+    for flush in (metrics.flush, flush_access_log):
+        try:
+            flush()
+        except (GuardError, OSError, ValueError) as exc:  # ValueError: a closed stream
+            logging.getLogger("guard.server").warning("%s did not write: %s", flush.__name__, exc)
 
 
 def _profiler() -> Any:
