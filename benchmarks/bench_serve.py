@@ -21,6 +21,40 @@ httpx client it replaced cost more than the server and set the rate) reports:
 
 Loopback only; every loop is bounded in time or count.
 
+Measured (2026-12-07, PostgreSQL, 2 workers, 2 shared CPUs; base is main at 7d04409, "after" branch serve17e;
+other sessions' builds and test runs kept the load average at 1.1-4.3, and the workers' CPU a request moved from
+0.7 to 1.8 ms with it within minutes, for base and branch alike):
+
+- what changed: the workers' CPU per request, profiled by CPU time (``--profile`` now runs cProfile on the
+  workers' thread CPU clock; the wall clock charged a send that wakes PostgreSQL or the client to the sender)
+  and counted in system calls (``strace -c`` on both workers at 64 in flight): base 51.5 calls a request, 31.5
+  of them ``getpid`` (prometheus_client checks the process id on every value it writes, ~24 a request) and
+  2.96 ``write``; after 26.8, 9.0 ``getpid`` (CPython's asyncio checks it on each task step) and 1.02 ``write``.
+  (1) ``Metrics(deferred=True)`` in the workers: counts held in the process and written to the multiprocess
+  files each second and at shutdown (``/metrics`` flushes the answering worker first, so a scrape shows another
+  worker's counts at most a second late); (2) uvicorn's httptools protocol with a response's head and body in
+  one ``write`` (``guard.server.protocol``: one send and one wake-up of the client instead of two); (3) the
+  access log's handler holds its lines and writes them in batches of 64 or each second and at shutdown
+  (stdout writes through under ``PYTHONUNBUFFERED``: it was a ``write`` per request); (4) ``/v1/run``'s 200
+  rendered as bytes with a shared JSON encoder, no response class; (5) each worker, once serving, freezes what
+  start-up made (``gc.freeze``: about 140,000 objects every full collection walked, ~0.1 s a time) and raises
+  the young-generation threshold from 700 to 7000: the collector's CPU in a worker over ~3,000 requests went
+  from 0.44 s (442 young, 40 middle, 3 full collections) to 0.02 s besides the one collection at start-up;
+- paired (``benchmarks/serve_pair.py``: both servers at once over the same seconds, 6 rounds of 5 s): workers'
+  CPU a request this/base 0.813 (0.792-0.834) at 64 in flight each, base 0.978 ms (0.824-1.587), after 0.798 ms
+  (0.663-1.303); with (1)-(4) alone, 32 in flight each, 0.957 (0.911-1.123); (5) alone against (1)-(4) (the
+  freeze without the threshold) 0.937 (0.915-1.029);
+- per core by CPU time: in-process ``Guard.run`` took 0.20-0.27 ms CPU a run in this session's runs; against the
+  paired medians that is 0.21-0.28 x for base (0.978 ms) and 0.25-0.34 x after (0.798 ms), the same ratio at
+  the same moment moving from 0.24 to 0.30 (target 0.6: not met; ``AsyncGuard.run`` alone is 0.34-0.46 ms, more
+  than the 0.6 x target leaves for a whole request, ~0.4 ms);
+- ``bench_serve.py`` itself, run base/after/base/after (``--seconds 5 --requests 5000``) at load 2.5-2.9, could
+  not resolve the change: workers' CPU at 1 / 16 / 64 in flight base 0.892 / 1.578 / 1.113 and 0.717 / 0.743 /
+  1.078 ms, after 0.809 / 1.098 / 1.202 and 0.821 / 1.017 / 1.208 ms; no errors; memory of the two workers over
+  5,000 requests +0.1% / +0.2% base, +0.0% / +0.0% after (285.3-285.5 MiB);
+- tried, not kept: py-spy (non-idle samples) put a third of the workers' time in ``send``: a runnable thread
+  waiting for a core counts as busy, so on shared cores it measures the wait after waking another process.
+
 Measured (2026-12-05, PostgreSQL, 2 workers, 2 shared CPUs; ``--seconds 5 --requests 5000``; base is main at
 6134a3a, "after" this branch; three runs of main and two of the branch, interleaved, at load average 1.8-3.8 from
 other work on the machine: the CPU figures hold under load, the wall rates do not):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.request
+import warnings
 
 import pytest
 from hypothesis import given, settings
@@ -178,7 +179,9 @@ def test_deferred_counts_of_worker_processes_add_up_once_flushed(tmp_path, monke
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
-    body = Metrics().expose().decode()
+    with warnings.catch_warnings():  # the pytest process may have made a Metrics in this mode before
+        warnings.simplefilter("ignore", RuntimeWarning)
+        body = Metrics().expose().decode()
     assert 'guard_decisions_total{action="answer"} 65.0' in body
     assert 'guard_lint_findings_total{code="R401"} 65.0' in body
     assert "guard_prose_per_slot_count 65.0" in body
