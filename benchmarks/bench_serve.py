@@ -15,11 +15,45 @@ httpx client it replaced cost more than the server and set the rate) reports:
 - memory: the workers' resident set before and after ``--requests`` more requests;
 - the machine's load average at the start and the end, since the client, the server and anything else running
   share the same cores: read the figures with it;
-- with ``--profile DIR``: the workers run under cProfile (``GUARD_SERVE_PROFILE``) and the report ends with their
-  CPU time per ``/v1/run`` request by part (HTTP, framework, gate, database, logging, metrics, JSON, ...); the
-  profiler slows the workers, so read the shares, not the rates, of such a run.
+- with ``--profile DIR``: the workers run under cProfile on their CPU clock (``GUARD_SERVE_PROFILE``) and the
+  report ends with their CPU time per ``/v1/run`` request by part (HTTP, framework, gate, database, logging,
+  metrics, JSON, ...); the profiler slows the workers, so read the shares, not the rates, of such a run.
 
 Loopback only; every loop is bounded in time or count.
+
+Measured (2026-12-07, PostgreSQL, 2 workers, 2 shared CPUs; base is main at 7d04409, "after" branch serve17e;
+other sessions' builds and test runs kept the load average at 1.1-4.3, and the workers' CPU a request moved from
+0.7 to 1.8 ms with it within minutes, for base and branch alike):
+
+- what changed: the workers' CPU per request, profiled by CPU time (``--profile`` now runs cProfile on the
+  workers' thread CPU clock; the wall clock charged a send that wakes PostgreSQL or the client to the sender)
+  and counted in system calls (``strace -c`` on both workers at 64 in flight): base 51.5 calls a request, 31.5
+  of them ``getpid`` (prometheus_client checks the process id on every value it writes, ~24 a request) and
+  2.96 ``write``; after 26.8, 9.0 ``getpid`` (CPython's asyncio checks it on each task step) and 1.02 ``write``.
+  (1) ``Metrics(deferred=True)`` in the workers: counts held in the process and written to the multiprocess
+  files each second and at shutdown (``/metrics`` flushes the answering worker first, so a scrape shows another
+  worker's counts at most a second late); (2) uvicorn's httptools protocol with a response's head and body in
+  one ``write`` (``guard.server.protocol``: one send and one wake-up of the client instead of two); (3) the
+  access log's handler holds its lines and writes them in batches of 64 or each second and at shutdown
+  (stdout writes through under ``PYTHONUNBUFFERED``: it was a ``write`` per request); (4) ``/v1/run``'s 200
+  rendered as bytes with a shared JSON encoder, no response class; (5) each worker, once serving, freezes what
+  start-up made (``gc.freeze``: about 140,000 objects every full collection walked, ~0.1 s a time) and raises
+  the young-generation threshold from 700 to 7000: the collector's CPU in a worker over ~3,000 requests went
+  from 0.44 s (442 young, 40 middle, 3 full collections) to 0.02 s besides the one collection at start-up;
+- paired (``benchmarks/serve_pair.py``: both servers at once over the same seconds, 6 rounds of 5 s): workers'
+  CPU a request this/base 0.813 (0.792-0.834) at 64 in flight each, base 0.978 ms (0.824-1.587), after 0.798 ms
+  (0.663-1.303); with (1)-(4) alone, 32 in flight each, 0.957 (0.911-1.123); (5) alone against (1)-(4) (the
+  freeze without the threshold) 0.937 (0.915-1.029);
+- per core by CPU time: in-process ``Guard.run`` took 0.20-0.27 ms CPU a run in this session's runs; against the
+  paired medians that is 0.21-0.28 x for base (0.978 ms) and 0.25-0.34 x after (0.798 ms), the same ratio at
+  the same moment moving from 0.24 to 0.30 (target 0.6: not met; ``AsyncGuard.run`` alone is 0.34-0.46 ms, more
+  than the 0.6 x target leaves for a whole request, ~0.4 ms);
+- ``bench_serve.py`` itself, run base/after/base/after (``--seconds 5 --requests 5000``) at load 2.5-2.9, could
+  not resolve the change: workers' CPU at 1 / 16 / 64 in flight base 0.892 / 1.578 / 1.113 and 0.717 / 0.743 /
+  1.078 ms, after 0.809 / 1.098 / 1.202 and 0.821 / 1.017 / 1.208 ms; no errors; memory of the two workers over
+  5,000 requests +0.1% / +0.2% base, +0.0% / +0.0% after (285.3-285.5 MiB);
+- tried, not kept: py-spy (non-idle samples) put a third of the workers' time in ``send``: a runnable thread
+  waiting for a core counts as busy, so on shared cores it measures the wait after waking another process.
 
 Measured (2026-12-05, PostgreSQL, 2 workers, 2 shared CPUs; ``--seconds 5 --requests 5000``; base is main at
 6134a3a, "after" this branch; three runs of main and two of the branch, interleaved, at load average 1.8-3.8 from
@@ -61,6 +95,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import os
 import pstats
@@ -288,14 +323,40 @@ def _part(func: tuple[str, int, str], stats: dict, depth: int = 0) -> str:
     return "other"
 
 
+def _profile_overhead(calls: int = 200_000) -> float:
+    """Seconds of CPU the profiler (on the CPU clock, as the workers run it) adds to one call, measured here."""
+
+    def nothing() -> None:
+        pass
+
+    def loop() -> None:
+        for _ in range(calls):
+            nothing()
+
+    t0 = time.thread_time()
+    loop()
+    plain = time.thread_time() - t0
+    profiler = cProfile.Profile(time.thread_time)
+    t0 = time.thread_time()
+    profiler.enable()
+    loop()
+    profiler.disable()
+    return max(0.0, (time.thread_time() - t0 - plain) / calls)
+
+
 def breakdown(files: list[Path]) -> None:
-    """The workers' own CPU time per /v1/run request, by part, summed over their profiles."""
+    """The workers' own CPU time per /v1/run request, by part, summed over their profiles; each function's time
+    less the profiler's own cost of its calls (measured in this process, so approximate)."""
     if not files:
         print("no profiles were written")
         return
     st = pstats.Stats(*(str(f) for f in files))
     stats = st.stats  # type: ignore[attr-defined]
     requests = sum(v[1] for (fn, _l, name), v in stats.items() if name == "gate_for" and fn.endswith("server/app.py"))
+    overhead = _profile_overhead()
+    print(f"profiler's cost a call, taken off each function's own time: {overhead * 1e6:.2f} us")
+    for func, (cc, nc, tt, ct, callers) in list(stats.items()):
+        stats[func] = (cc, nc, max(0.0, tt - nc * overhead), ct, callers)
     parts: dict[str, float] = {}
     for func, (_cc, _nc, tt, _ct, _callers) in stats.items():
         part = _part(func, stats)

@@ -21,6 +21,14 @@ Example::
     metrics.observe({"event": "decision", "action": "answer", "findings": [], "prose_per_slot": 2.5})
     metrics.serve(9464)        # or: body = metrics.expose()
 
+``Metrics(deferred=True)`` (``guard serve``'s workers) holds the counts in the
+process and writes them to prometheus_client's values only on :meth:`Metrics.flush`
+(and before :meth:`expose`, :meth:`serve` and :meth:`value` read): in
+multiprocess mode each write to a value is a lock, a process id check and a write
+to a memory-mapped file, about twenty a decision, while a flush every second
+writes each series once. The caller flushes on a timer and at exit; counts held
+since the last flush are lost if the process is killed.
+
 Several worker processes (gunicorn, uwsgi) count into one set of series with
 prometheus_client's multiprocess mode: set ``PROMETHEUS_MULTIPROC_DIR`` to an
 empty directory before the workers start; :meth:`Metrics.expose`,
@@ -34,6 +42,7 @@ holds only without the variable.
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 import warnings
@@ -81,6 +90,54 @@ _made: dict[int, int] = {}
 _made_lock = threading.Lock()
 
 
+class _HeldCount:
+    """A counter's child, counted in this process until :meth:`flush`."""
+
+    __slots__ = ("child", "amount")
+
+    def __init__(self, child: Any) -> None:
+        self.child, self.amount = child, 0.0
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.amount += amount
+
+    def flush(self) -> None:
+        amount, self.amount = self.amount, 0.0
+        if amount:
+            self.child.inc(amount)
+
+
+class _HeldHistogram:
+    """A histogram's child, its buckets and sum counted in this process until :meth:`flush`, which adds them to
+    the child's own values (prometheus_client's ``Histogram`` has no public way to add many observations at
+    once; the attributes are checked when this is made)."""
+
+    __slots__ = ("child", "bounds", "counts", "sum")
+
+    def __init__(self, child: Any) -> None:
+        self.child, self.bounds = child, list(child._upper_bounds)
+        if len(child._buckets) != len(self.bounds) or not hasattr(child._sum, "inc"):
+            raise DependencyError("this prometheus_client's Histogram cannot take deferred counts")
+        self.counts = [0] * len(self.bounds)
+        self.sum = 0.0
+
+    def observe(self, amount: float) -> None:
+        self.sum += amount
+        i = bisect.bisect_left(self.bounds, amount)
+        if i < len(self.counts) and amount <= self.bounds[i]:
+            self.counts[i] += 1
+
+    def flush(self) -> None:
+        counts, total = self.counts, self.sum
+        if not any(counts) and not total:
+            return
+        self.counts, self.sum = [0] * len(counts), 0.0
+        self.child._sum.inc(total)
+        for bucket, n in zip(self.child._buckets, counts):
+            if n:
+                bucket.inc(n)
+
+
 class Metrics:
     """Counters and the prose-per-slot histogram, fed one event at a time by :meth:`observe`."""
 
@@ -89,9 +146,15 @@ class Metrics:
         registry: CollectorRegistry | None = None,
         *,
         buckets: Sequence[float] = PROSE_PER_SLOT_BUCKETS,
+        deferred: bool = False,
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
+        self.deferred = deferred
+        self._held: list[Any] = []
+        self.lock = threading.Lock()
+        """Held while counting in deferred mode (by :meth:`observe` and whoever counts into :meth:`child`) and
+        while flushing."""
         folder = _multiprocess_folder()
         if folder:
             self._check_folder(folder)
@@ -185,6 +248,9 @@ class Metrics:
         Raises FileError when multiprocess mode cannot write its folder (removed after start-up).
         """
         try:
+            if self.deferred:
+                with self.lock:
+                    return self._observe(event)
             return self._observe(event)
         except OSError as exc:
             raise FileError(
@@ -196,45 +262,67 @@ class Metrics:
         kind = schema.kind(event)
         if kind == schema.CLAIM:
             claim = schema.as_claim(event)
-            self._child(
+            self.child(
                 self.claims, _label(claim.get("entity")), _label(claim.get("field")), _label(claim.get("status"))
             ).inc()
             self._latency(self.claim_latency, event)
             return True
         if kind == schema.DECISION:
             decision = schema.as_decision(event)
-            self._child(self.decisions, _label(decision.get("action"))).inc()
+            self.child(self.decisions, _label(decision.get("action"))).inc()
             findings = decision.get("findings")
             if isinstance(findings, list):
                 for code in findings:
-                    self._child(self.findings, _label(code)).inc()
+                    self.child(self.findings, _label(code)).inc()
             ratio = decision.get("prose_per_slot")
             # A template without slots has no finite ratio; it is a finding (R4xx), not a histogram point.
             if schema.finite(ratio):
-                self.prose_per_slot.observe(ratio)
+                self.child(self.prose_per_slot).observe(ratio)
             self._latency(self.decision_latency, event)
             stage_ms = decision.get("stage_ms")
             if isinstance(stage_ms, Mapping):
                 domain = _label(decision.get("domain"))
                 for stage, ms in stage_ms.items():
                     if stage in _stage_names() and schema.finite(ms) and ms >= 0:
-                        self._child(self.stage_latency, domain, stage).observe(ms / 1000)
+                        self.child(self.stage_latency, domain, stage).observe(ms / 1000)
             return True
         return False
 
     def _latency(self, histogram: Histogram, event: Mapping[str, Any]) -> None:
         ms = event.get("latency_ms")
         if schema.finite(ms) and ms >= 0:
-            self._child(histogram, _label(event.get("domain"))).observe(ms / 1000)
+            self.child(histogram, _label(event.get("domain"))).observe(ms / 1000)
 
-    def _child(self, metric: Any, *values: str) -> Any:
-        """``metric.labels(*values)``, kept: prometheus_client checks and locks on every ``labels`` call, about
-        a dozen a decision. The cache holds what prometheus_client already keeps (a child per label set)."""
+    def child(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)`` (the metric itself without labels), kept: prometheus_client checks and
+        locks on every ``labels`` call, about a dozen a decision. The cache holds what prometheus_client already
+        keeps (a child per label set). In deferred mode the child is held in this process until :meth:`flush`
+        (count into it under :attr:`lock`)."""
         key = (metric, values)
         child = self._children.get(key)
         if child is None:
-            child = self._children[key] = metric.labels(*values)
+            child = metric.labels(*values) if values else metric
+            if self.deferred:
+                child = _HeldHistogram(child) if isinstance(metric, Histogram) else _HeldCount(child)
+                self._held.append(child)
+            self._children[key] = child
         return child
+
+    def flush(self) -> None:
+        """Write the counts held in this process (deferred mode) to prometheus_client's values; nothing else.
+
+        Raises FileError when multiprocess mode cannot write its folder."""
+        if not self.deferred:
+            return
+        try:
+            with self.lock:
+                for held in self._held:
+                    held.flush()
+        except OSError as exc:
+            raise FileError(
+                f"cannot write the multiprocess metrics in PROMETHEUS_MULTIPROC_DIR: {exc.strerror or exc}",
+                location=_multiprocess_folder() or "",
+            ) from exc
 
     def observe_log_failure(self) -> None:
         """Count one decision whose log lines could not be written."""
@@ -242,7 +330,11 @@ class Metrics:
 
     def observe_lint_cache(self, hit: bool) -> None:
         """Count one lint-cache lookup of the gate."""
-        self._child(self.lint_cache, "hit" if hit else "miss").inc()
+        if self.deferred:
+            with self.lock:
+                self.child(self.lint_cache, "hit" if hit else "miss").inc()
+            return
+        self.child(self.lint_cache, "hit" if hit else "miss").inc()
 
     def _exposed(self) -> CollectorRegistry:
         """The registry to expose: this one, or in multiprocess mode the files of every process."""
@@ -260,12 +352,14 @@ class Metrics:
 
     def expose(self) -> bytes:
         """The metrics in the Prometheus text format (for a handler of your own web framework)."""
+        self.flush()
         return generate_latest(self._exposed())
 
     content_type = CONTENT_TYPE_LATEST
 
     def serve(self, port: int, addr: str = "0.0.0.0") -> Any:
         """Serve ``/metrics`` on ``addr:port`` from a daemon thread; returns the server."""
+        self.flush()
         try:
             return start_http_server(port, addr=addr, registry=self._exposed())
         except OSError as exc:
@@ -276,6 +370,7 @@ class Metrics:
 
         In multiprocess mode, the value :meth:`expose` reports: the sum over the folder's files.
         """
+        self.flush()
         found = self._exposed().get_sample_value(name, labels)
         return 0.0 if found is None else found
 

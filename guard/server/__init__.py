@@ -36,13 +36,14 @@ UVICORN_OPTIONS: dict[str, Any] = {
     "timeout_graceful_shutdown": 30,
     "log_level": "warning",
     "loop": "uvloop",
-    "http": "httptools",
+    "http": "guard.server.protocol:HttpToolsProtocol1Write",
 }
 """How guard runs uvicorn: no ``Server`` header, no trust in ``X-Forwarded-*``, 30 s for in-flight requests to
 finish on shutdown; uvloop's event loop and httptools' parser, named (dependencies of the server extra, so a
 missing one fails the start) rather than ``auto``, since a retiring worker is tested with these
 (:mod:`guard.server.workers`). Against asyncio's loop and h11 they cut a worker's CPU per ``/v1/run`` by 0.1 to
-0.2 ms of about 1.5 (benchmarks/bench_serve.py, the same tree with either pair)."""
+0.2 ms of about 1.5 (benchmarks/bench_serve.py, the same tree with either pair). The protocol is httptools' with
+a response's head and body sent in one write (:mod:`guard.server.protocol`)."""
 LOG_CONFIG: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -51,7 +52,7 @@ LOG_CONFIG: dict[str, Any] = {
         "server": {"format": "%(asctime)s %(name)s %(levelname)s %(message)s"},
     },
     "handlers": {
-        "access": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stdout"},
+        "access": {"class": "guard.server.logs.HeldStreamHandler", "formatter": "plain", "stream": "ext://sys.stdout"},
         "server": {"class": "logging.StreamHandler", "formatter": "server", "stream": "ext://sys.stderr"},
     },
     "loggers": {
@@ -60,8 +61,8 @@ LOG_CONFIG: dict[str, Any] = {
         "uvicorn": {"handlers": ["server"], "level": "INFO", "propagate": False},
     },
 }
-"""One JSON line per request on stdout (request id, key name, route template, status, milliseconds); the server's
-own messages on stderr."""
+"""One JSON line per request on stdout (request id, key name, route template, status, milliseconds), flushed at most
+once a second and at shutdown (:mod:`guard.server.logs`); the server's own messages on stderr."""
 
 
 def app_from_env() -> Any:

@@ -38,6 +38,7 @@ from guard.pipeline import AsyncGuard, StageBound
 from guard.server import PROFILE_ENV, STATE_ENV
 from guard.server import problems as P
 from guard.server.config import KeyConfig, LimitsConfig, ServeConfig, hash_key
+from guard.server.logs import flush_access_log
 from guard.server.models import (
     ClassifyOut,
     ClassifyRequest,
@@ -110,7 +111,7 @@ def build_state(cfg: ServeConfig) -> State:
         from guard.observe.events import EventLog
 
         log = EventLog(cfg.log)
-    metrics = Metrics()
+    metrics = Metrics(deferred=True)
     gates: dict[tuple[str, str], AsyncGuard] = {}
     for pname, pc in cfg.policies.items():
         try:
@@ -238,6 +239,22 @@ def _lean_enabled() -> bool:
     return True
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+"""Starlette's ``JSONResponse`` rendering, made once (``json.dumps`` with these options makes an encoder a call)."""
+
+
+class _JsonAnswer:
+    """What :class:`Lean` sends for a 200: the status, headers and body ``JSONResponse(content)`` would have, byte for
+    byte, without the response class (its headers, background and send machinery cost more than the bytes)."""
+
+    __slots__ = ("body", "raw_headers")
+    status_code = 200
+
+    def __init__(self, content: Any) -> None:
+        self.body = _JSON.encode(content).encode("utf-8")
+        self.raw_headers = [(b"content-length", str(len(self.body)).encode()), (b"content-type", b"application/json")]
+
+
 class _TooLarge(Exception):
     """The body streamed past the limit."""
 
@@ -310,10 +327,13 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         for gate in st.gates.values():
             await gate.open(warm=True)
         st.started = True
+        flushing = asyncio.create_task(_flush_held(st.metrics))
         profiler = _profiler()
         try:
             yield
         finally:
+            flushing.cancel()
+            _flush_quietly(st.metrics)
             if profiler is not None:
                 profiler.disable()
                 profiler.dump_stats(Path(os.environ[PROFILE_ENV]) / f"worker-{os.getpid()}.prof")
@@ -346,9 +366,11 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         route = getattr(scope.get("route"), "path", "") or "unmatched"
         meters = series.get((route, status))
         if meters is None:  # routes are templates and statuses few, so this stays small
-            meters = series[route, status] = (http_requests.labels(route, str(status)), http_seconds.labels(route))
-        meters[0].inc()
-        meters[1].observe(seconds)
+            child = st.metrics.child
+            meters = series[route, status] = (child(http_requests, route, str(status)), child(http_seconds, route))
+        with st.metrics.lock:
+            meters[0].inc()
+            meters[1].observe(seconds)
         if access_log.isEnabledFor(logging.INFO):
             state = scope.get("state", {})
             line = {
@@ -533,7 +555,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         status = 500
         started = False
 
-        async def respond(response: Response, *extra: tuple[bytes, bytes]) -> None:
+        async def respond(response: Response | _JsonAnswer, *extra: tuple[bytes, bytes]) -> None:
             nonlocal status, started
             status, started = response.status_code, True
             await send({"type": "http.response.start", "status": status, "headers": [*response.raw_headers, *extra]})
@@ -552,7 +574,7 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
                 decision = await timed(
                     admitted(gate, params["policy"] or "", claims_only, body, params["principal"], moment, rid)
                 )
-                answer: Response = JSONResponse(decision.to_dict())
+                answer: Response | _JsonAnswer = _JsonAnswer(decision.to_dict())
             except _TooLarge:
                 too_large = f"the request body is larger than {max_body} bytes"
                 answer = P.problem(413, "too_large", too_large, request_id=rid)
@@ -825,13 +847,38 @@ def _plain_params(scope: Scope, query: dict[str, int], header: bytes) -> dict[st
     return params
 
 
+METRICS_FLUSH_SECONDS = 1.0
+"""How often a worker writes the metrics it holds (``Metrics(deferred=True)``) to the files ``/metrics`` reads: a
+scrape shows another worker's counts at most this late (its own, the worker answering, are flushed first)."""
+
+
+async def _flush_held(metrics: Any) -> None:
+    """Each second: the metrics held in this process, and the access log's lines (:mod:`guard.server.logs`)."""
+    while True:
+        await asyncio.sleep(METRICS_FLUSH_SECONDS)
+        _flush_quietly(metrics)
+
+
+def _flush_quietly(metrics: Any) -> None:
+    """Write the held metrics and access lines. A flush that fails (the multiprocess folder removed, stdout closed)
+    is logged and the next one tries again; the counts or lines it was writing are lost."""
+    for flush in (metrics.flush, flush_access_log):
+        try:
+            flush()
+        except (GuardError, OSError, ValueError) as exc:  # ValueError: a closed stream
+            logging.getLogger("guard.server").warning("%s did not write: %s", flush.__name__, exc)
+
+
 def _profiler() -> Any:
-    """A running ``cProfile.Profile`` when ``GUARD_SERVE_PROFILE`` names a folder (for bench_serve), else None."""
+    """A running ``cProfile.Profile`` when ``GUARD_SERVE_PROFILE`` names a folder (for bench_serve), else None.
+
+    It counts the main thread's CPU time, not wall time: on shared cores a wall clock charges a send that wakes
+    the database or the client (and the wait for the core back) to the sender."""
     if not os.environ.get(PROFILE_ENV):
         return None
     import cProfile
 
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.thread_time)
     profiler.enable()
     return profiler
 

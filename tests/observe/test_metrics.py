@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.request
+import warnings
 
 import pytest
 from hypothesis import given, settings
@@ -125,3 +126,63 @@ def test_worker_processes_add_up_in_multiprocess_mode(tmp_path, monkeypatch) -> 
     assert 'guard_claims_total{entity="order",field="shipped_at",status="contradicted"} 15.0' in body
     assert 'guard_decisions_total{action="answer"} 150.0' in body
     assert "guard_prose_per_slot_count 150.0" in body
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["answer", "refuse"]),
+            st.floats(min_value=0, max_value=200, allow_nan=False),
+            st.floats(min_value=0, max_value=10_000, allow_nan=False),
+        ),
+        max_size=40,
+    )
+)
+def test_deferred_counts_equal_immediate_ones_once_flushed(events: list[tuple[str, float, float]]) -> None:
+    now, held = Metrics(), Metrics(deferred=True)
+    for m in (now, held):
+        for action, ratio, ms in events:
+            m.observe({**decision(action, ["S201"], ratio), "domain": "orders", "latency_ms": ms})
+            m.observe({**claim("total", "confirmed"), "domain": "orders", "latency_ms": ms / 10})
+    # before a flush prometheus_client's own values have none of the deferred counts
+    assert held.registry.get_sample_value("guard_decisions_total", {"action": "answer"}) in (None, 0.0)
+    assert held.registry.get_sample_value("guard_prose_per_slot_count") == 0.0
+    held.flush()
+    assert samples(held) == samples(now)
+    held.flush()  # a second flush adds nothing
+    assert samples(held) == samples(now)
+
+
+def samples(m: Metrics) -> list[str]:
+    """The exposition's lines less the series' creation times (the two sets were made moments apart)."""
+    return [line for line in m.expose().decode().splitlines() if "_created" not in line]
+
+
+def _deferred_worker_counts(events: int) -> None:
+    from guard.observe.metrics import Metrics
+
+    m = Metrics(deferred=True)
+    for _ in range(events):
+        m.observe(decision("answer", ["R401"], 3.0))
+    m.flush()
+
+
+def test_deferred_counts_of_worker_processes_add_up_once_flushed(tmp_path, monkeypatch) -> None:
+    import multiprocessing as mp
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_deferred_worker_counts, args=(n,)) for n in (20, 45)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    with warnings.catch_warnings():  # the pytest process may have made a Metrics in this mode before
+        warnings.simplefilter("ignore", RuntimeWarning)
+        body = Metrics().expose().decode()
+    assert 'guard_decisions_total{action="answer"} 65.0' in body
+    assert 'guard_lint_findings_total{code="R401"} 65.0' in body
+    assert "guard_prose_per_slot_count 65.0" in body
+    assert 'guard_prose_per_slot_bucket{le="3.0"} 65.0' in body

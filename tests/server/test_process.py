@@ -17,8 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from guard import demo
+from guard.server.app import METRICS_FLUSH_SECONDS
 from tests.server.conftest import KEYS, write_config
 from tests.server.test_proxy import ASK, right
 from tests.server.upstream import Upstream
@@ -88,14 +91,29 @@ def test_two_workers_count_into_one_set_of_metrics(launch, tmp_path, sqlite_demo
             assert r.status_code == 200 and r.json()["action"] == "answer"
     pids = {re.sub(r"\D", "", f.stem) for f in folder.glob("*.db")}
     assert len(pids) == 2  # both workers write their counts
+    # each worker writes what it holds every METRICS_FLUSH_SECONDS: a scrape may lag by that much, no more
+    deadline = time.monotonic() + METRICS_FLUSH_SECONDS + 2
+    while 'guard_decisions_total{action="answer"} 12.0' not in httpx.get(base + "/metrics").text:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
     for _ in range(4):
         text = httpx.get(base + "/metrics").text
         assert 'guard_decisions_total{action="answer"} 12.0' in text
-    proc.send_signal(signal.SIGTERM)
+    for _ in range(3):
+        with httpx.Client(base_url=base, headers=headers) as c:
+            r = c.post(
+                "/v1/run", params={"policy": "orders", "now": demo.NOW.isoformat()}, json=demo.payloads()["answer"]
+            )
+            assert r.status_code == 200
+    proc.send_signal(signal.SIGTERM)  # at once: the workers write what they hold as they stop
     assert proc.wait(timeout=60) == 0
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=str(folder))
+    assert registry.get_sample_value("guard_decisions_total", {"action": "answer"}) == 15
+    assert registry.get_sample_value("guard_http_requests_total", {"route": "/v1/run", "status": "200"}) == 15
     lines = [json.loads(line) for line in out.read_text().splitlines() if line.startswith("{")]
     runs = [line for line in lines if line["route"] == "/v1/run"]
-    assert len(runs) == 12 and {line["key"] for line in runs} == {"shop"} and {line["status"] for line in runs} == {200}
+    assert len(runs) == 15 and {line["key"] for line in runs} == {"shop"} and {line["status"] for line in runs} == {200}
 
 
 @pytest.mark.slow

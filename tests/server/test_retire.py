@@ -5,6 +5,7 @@ uvicorn's plain shutdown fails the first two tests (it closes a connection with 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import socket
 import threading
@@ -14,7 +15,7 @@ import pytest
 import uvicorn
 
 from guard.server import UVICORN_OPTIONS
-from guard.server.workers import RetiringServer
+from guard.server.workers import GC_THRESHOLD0, RetiringServer, Worker
 
 REQUEST = b"GET /%s HTTP/1.1\r\nHost: guard\r\n\r\n"
 
@@ -137,3 +138,36 @@ def test_a_connection_that_stays_idle_is_closed_after_the_grace_and_new_ones_are
     assert time.monotonic() - t0 >= srv.grace * 0.9
     late.close()
     other_worker.close()
+
+
+def test_a_workers_server_settles_the_collector_once_it_serves():
+    gc_before = gc.get_threshold()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    srv = RetiringServer(uvicorn.Config(app, lifespan="off", **UVICORN_OPTIONS))
+    srv.settle_gc = True  # as Worker sets it in a worker's process
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    try:
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not srv.started:
+            assert thread.is_alive() and time.monotonic() < deadline
+            time.sleep(0.01)
+        wait_for(lambda: gc.get_threshold()[0] == GC_THRESHOLD0)  # right after uvicorn's start-up
+        assert gc.get_threshold() == (GC_THRESHOLD0, *gc_before[1:])
+        assert gc.get_freeze_count() > 1000  # this process's long-lived objects, left out of later collections
+        with socket.create_connection(sock.getsockname(), timeout=10) as conn:
+            conn.sendall(REQUEST % b"after")
+            assert conn.recv(65536).endswith(b"/after")
+    finally:
+        srv.force_exit = srv.should_exit = True
+        thread.join(timeout=30)
+        gc.unfreeze()
+        gc.set_threshold(*gc_before)
+    assert not thread.is_alive()
+
+
+def test_workers_settle_the_collector_and_other_servers_do_not():
+    assert RetiringServer.settle_gc is False
+    worker = Worker(uvicorn.Config(app, lifespan="off", **UVICORN_OPTIONS), [])
+    assert worker.server.settle_gc is True

@@ -1,0 +1,135 @@
+"""Two trees' ``guard serve`` side by side: the workers' CPU per ``POST /v1/run``, measured over the same seconds.
+
+Why: on two shared CPUs a worker's CPU time per request moves by half or more with what else runs (another
+build's load raised it from 0.7 to 1.8 ms within minutes), so two runs of ``bench_serve.py`` one after the other
+cannot tell a 10% change. Here both servers (two workers each, over the same demo records) run at once, each
+driven by its own client at the same concurrency; each round reads both sets of workers' CPU over the same
+window, so whatever else runs weighs on both alike, and the round's ratio is the figure. The database is the
+one ``bench_serve.py`` built (run it once first with the same ``--db``).
+
+    .venv/bin/python benchmarks/serve_pair.py --db URL --base ../main-checkout [--in-flight 64] [--rounds 6]
+        [--seconds 5]
+
+``--base`` is another checkout of guard (its ``guard/`` is imported by its server); this tree is the other.
+Loopback only; every loop is bounded in time or count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import uvloop
+import yaml
+from bench_serve import CONFIG, KEY, closed, cpu_seconds, free_port, workers_of
+from loadclient import LoadClient, request_bytes
+
+from guard import demo
+from guard.server.config import hash_key
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def launch(root: Path, url: str) -> tuple[subprocess.Popen[bytes], int]:
+    """``guard serve`` from ``root`` with two workers, once it is ready."""
+    tmp = Path(tempfile.mkdtemp())
+    (tmp / "gate.yaml").write_text(yaml.safe_dump(CONFIG))
+    port = free_port()
+    serve = {
+        "port": port,
+        "policies": {"orders": {"policy": str(root / "guard/demo/policy.yaml"), "db": url, "domains": ["orders"]}},
+        "keys": {
+            "bench": {
+                "hash": hash_key(KEY),
+                "policies": ["orders"],
+                "domains": ["orders"],
+                "allow_now": True,
+                "rate": "1000000/second",
+            }
+        },
+        "gate_config": "gate.yaml",
+        "classifier": "none",
+    }
+    (tmp / "serve.yaml").write_text(yaml.safe_dump(serve))
+    cmd = [sys.executable, "-m", "guard", "serve", "--config", str(tmp / "serve.yaml"), "--workers", "2"]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    deadline = time.monotonic() + 600
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
+                return proc, port
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the server from {root} did not start")
+        time.sleep(0.2)
+
+
+async def rounds(ports: dict[str, tuple[int, list[int]]], args: argparse.Namespace) -> dict[str, list[float]]:
+    """Each round: both servers at ``--in-flight`` for ``--seconds``; each one's workers' CPU ms a request."""
+    headers = {"Authorization": f"Bearer {KEY}", "X-Guard-Principal": demo.PRINCIPAL}
+    params = {"policy": "orders", "now": demo.NOW.isoformat()}
+    body = json.dumps(demo.payloads()["answer"]).encode()
+    clients = {
+        name: LoadClient("127.0.0.1", port, request_bytes("127.0.0.1", port, "/v1/run", params, headers, body))
+        for name, (port, _w) in ports.items()
+    }
+    out: dict[str, list[float]] = {name: [] for name in ports}
+    try:
+        for client in clients.values():
+            await closed(client.call, 4, 1.0)
+        for _ in range(args.rounds):
+            cpu0 = {name: cpu_seconds(w) for name, (_p, w) in ports.items()}
+            got = await asyncio.gather(*(closed(c.call, args.in_flight, args.seconds) for c in clients.values()))
+            line = []
+            for (name, (_p, w)), (rps, _p50, _p99, errors) in zip(ports.items(), got):
+                ms = (cpu_seconds(w) - cpu0[name]) / max(1.0, rps * args.seconds) * 1000
+                out[name].append(ms)
+                line.append(f"{name} {rps:5.0f} /s  workers {ms:.3f} ms a request  errors {errors}")
+            ratio = out["this"][-1] / out["base"][-1]
+            print(" | ".join(line), f"| this/base {ratio:.3f}  load {os.getloadavg()[0]:.1f}", flush=True)
+    finally:
+        for client in clients.values():
+            client.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", required=True, help="the database bench_serve.py built")
+    ap.add_argument("--base", type=Path, required=True, help="the other checkout of guard")
+    ap.add_argument("--in-flight", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    args = ap.parse_args()
+    servers = {"base": launch(args.base.resolve(), args.db), "this": launch(ROOT, args.db)}
+    try:
+        ports = {name: (port, workers_of(proc.pid)) for name, (proc, port) in servers.items()}
+        out = uvloop.run(rounds(ports, args))
+    finally:
+        for proc, _port in servers.values():
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=60)
+    ratios = [t / b for b, t in zip(out["base"], out["this"])]
+    for name, ms in out.items():
+        print(
+            f"{name}: workers' CPU a request, median {statistics.median(ms):.3f} ms (range {min(ms):.3f}-{max(ms):.3f})"
+        )
+    print(f"this/base: median {statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f})")
+
+
+if __name__ == "__main__":
+    main()

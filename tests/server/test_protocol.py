@@ -1,0 +1,133 @@
+"""guard's uvicorn protocol sends a response's head with its first body part, and changes nothing else on the wire;
+the access log's handler holds lines until a flush, and a flush or close writes them."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+import socket
+
+import pytest
+
+from guard.server.logs import HELD_LINES, HeldStreamHandler
+from tests.server.conftest import start, stop
+
+
+async def app(scope, receive, send) -> None:
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    body = b""
+    more = True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    path = scope["path"]
+    if path == "/stream":
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        for part in (b"one,", b"two,", b"three"):
+            await send({"type": "http.response.body", "body": part, "more_body": True})
+            await asyncio.sleep(0.05)
+        await send({"type": "http.response.body", "body": b""})
+        return
+    answer = json.dumps({"path": path, "echo": body.decode()}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(answer)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    if path == "/slow":  # the head is held until the body, however long that takes
+        await asyncio.sleep(0.3)
+    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else answer})
+
+
+@pytest.fixture(scope="module")
+def server():
+    url, srv, thread = start(app)
+    yield int(url.rsplit(":", 1)[1])
+    stop(srv, thread)
+
+
+def read_response(sock: socket.socket) -> tuple[bytes, bytes]:
+    """Head and body of one response with a Content-Length."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = next(
+        int(v) for k, v in (line.split(b": ", 1) for line in head.split(b"\r\n")[1:]) if k == b"content-length"
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head, body
+
+
+def test_head_and_body_arrive_together(server):
+    with socket.create_connection(("127.0.0.1", server)) as sock:
+        sock.sendall(b"POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+        first = sock.recv(65536)  # uvicorn's own protocol sends the head 0.3 s before the body
+        assert first.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert first.endswith(json.dumps({"path": "/slow", "echo": "hi"}).encode())
+
+
+def test_keep_alive_head_then_get_on_one_connection(server):
+    with socket.create_connection(("127.0.0.1", server)) as sock:
+        sock.sendall(b"HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        assert data.startswith(b"HTTP/1.1 200 OK\r\n") and data.endswith(b"\r\n\r\n")  # a HEAD has no body write
+        sock.sendall(b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+        head, body = read_response(sock)
+        assert head.startswith(b"HTTP/1.1 200 OK") and json.loads(body) == {"path": "/b", "echo": "abc"}
+
+
+def test_streamed_response_arrives_whole(server):
+    with socket.create_connection(("127.0.0.1", server)) as sock:
+        sock.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    assert b"transfer-encoding: chunked" in head.lower()
+    assert body == b"4\r\none,\r\n4\r\ntwo,\r\n5\r\nthree\r\n0\r\n\r\n"
+
+
+def test_expect_100_continue_is_sent_before_the_body(server):
+    with socket.create_connection(("127.0.0.1", server)) as sock:
+        sock.sendall(b"POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
+        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(b"ok")
+        _head, body = read_response(sock)
+        assert json.loads(body) == {"path": "/c", "echo": "ok"}
+
+
+def test_access_lines_are_held_until_a_flush_and_none_is_lost():
+    stream = io.StringIO()  # writes through, as stdout does under PYTHONUNBUFFERED
+    handler = HeldStreamHandler(stream)
+    log = logging.getLogger("tests.server.held")
+    log.addHandler(handler)
+    log.propagate = False
+    log.setLevel(logging.INFO)
+    try:
+        log.info("first")  # nothing written for a second: the first line goes at once
+        log.info("second")
+        log.info("third")
+        assert stream.getvalue() == "first\n"  # held
+        handler.flush()
+        assert stream.getvalue() == "first\nsecond\nthird\n"
+        for i in range(HELD_LINES):
+            log.info(f"line {i}")
+        assert stream.getvalue().count("line") == HELD_LINES  # a full batch is written without a flush
+        log.info("last")
+        assert not stream.getvalue().endswith("last\n")
+        handler.close()
+        assert stream.getvalue().endswith("last\n")  # closing writes what is held
+        assert stream.getvalue().count("\n") == 3 + HELD_LINES + 1
+    finally:
+        log.removeHandler(handler)
