@@ -17,7 +17,13 @@ from guard.server import UVICORN_OPTIONS
 from guard.server.app import create_app
 from guard.server.config import hash_key, load_serve_config
 
-KEYS = {"shop": "gk_shop_test_key", "crm": "gk_crm_test_key", "slow": "gk_slow_test_key", "fuzz": "gk_fuzz_test_key"}
+KEYS = {
+    "shop": "gk_shop_test_key",
+    "crm": "gk_crm_test_key",
+    "slow": "gk_slow_test_key",
+    "fuzz": "gk_fuzz_test_key",
+    "slow_lean": "gk_slow_lean_test_key",
+}
 NO_MODEL_GATE = {"domains": {d: {"stages": {"freetext": "off"}} for d in ("orders", "account")}}
 
 CUSTOMERS_POLICY = """
@@ -60,6 +66,14 @@ def write_config(tmp: Path, db_url: str, **extra) -> Path:
             "crm": {"hash": hash_key(KEYS["crm"]), "policies": ["customers"], "domains": ["account"]},
             "slow": {
                 "hash": hash_key(KEYS["slow"]),
+                "policies": ["orders"],
+                "domains": ["orders"],
+                "rate": "2/minute",
+                "allow_now": True,
+            },
+            # its own budget, so that the lean route's 429 test and test_http's do not share one minute's two calls
+            "slow_lean": {
+                "hash": hash_key(KEYS["slow_lean"]),
                 "policies": ["orders"],
                 "domains": ["orders"],
                 "rate": "2/minute",

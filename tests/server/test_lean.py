@@ -85,8 +85,9 @@ def test_lean_takes_the_plain_requests_and_they_succeed(served_sqlite, monkeypat
 
 
 def test_lean_rate_limit_answers_as_the_route_does(served_sqlite, monkeypatch):
-    """A key past its rate (``slow``: 2 a minute) gets the same 429 from both (Retry-After may tick by a second)."""
-    with served_sqlite.client("slow") as c:
+    """A key past its rate (``slow_lean``: 2 a minute) gets the same 429 from both (Retry-After may tick by a
+    second)."""
+    with served_sqlite.client("slow_lean") as c:
         for _ in range(3):
             c.post("/v1/run?policy=orders", content=PAYLOAD)
         lean, reference = _both(c, "/v1/run", "policy=orders", [], PAYLOAD, monkeypatch)
