@@ -57,6 +57,10 @@ def _errors(report) -> list[str]:
         ("subscriptions", "We'll let you know when your subscription renews."),
         ("travel", "We'll email you when your booking is confirmed."),
         ("account", "If you didn't request a password reset, you can safely ignore this email."),
+        ("orders", "We have cancelled your order {order_id} as requested."),
+        ("orders", "Your order has been cancelled at your request."),
+        ("subscriptions", "Your subscription has been cancelled, as you asked."),
+        ("travel", "Your booking has been cancelled as requested."),
     ],
 )
 def test_general_frames_are_accepted_in_every_domain(domain, text):
@@ -81,6 +85,9 @@ def test_general_frames_are_accepted_in_every_domain(domain, text):
         ("billing", "If you have already paid, please ignore this message, as it usually takes a day."),
         ("subscriptions", "We'll let you know when your subscription renews next month."),
         ("account", "If you didn't request a password reset, your account is probably safe."),
+        ("orders", "Your order has been cancelled as requested, two days early."),
+        ("orders", "Your order has been cancelled at your request because of a delay."),
+        ("travel", "Your booking has been cancelled as requested and refunded in full."),
     ],
 )
 def test_claims_inside_the_general_frames_are_refused(domain, text):
