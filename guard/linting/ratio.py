@@ -13,7 +13,8 @@ template made only of them is not routing round the slots.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections import Counter
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import regex
@@ -67,15 +68,17 @@ class RatioReport:
         }
 
 
-def measure(template: str, exempt: Collection[int] = ()) -> RatioReport:
+def measure(template: str, exempt: Collection[int] = (), stated: Mapping[int, int] | None = None) -> RatioReport:
     """Prose words, slots and their ratio (``inf`` prose per slot when there is prose and no slot); the words of
-    the sentences whose indices are in ``exempt`` are not counted."""
+    the sentences whose indices are in ``exempt`` are not counted. ``stated`` counts, per sentence, the states
+    said in prose that the shape stage bound to a witness ("Your order has been cancelled."): each is a fact the
+    gate verifies through its witness claim (or refuses, S205/S208), so it counts as a slot does."""
     from guard.shapes.text import split_sentences
 
     slots, _ = scan_template(template)
     per_sentence = []
     total_words = 0
-    i, n_slots = 0, len(slots)
+    i, n_slots, n_stated = 0, len(slots), 0
     # sentences and slots both come in template order: one walk pairs them (linear, not sentences x slots)
     for sent in split_sentences(template):
         while i < n_slots and slots[i].start < sent.start:
@@ -89,20 +92,26 @@ def measure(template: str, exempt: Collection[int] = ()) -> RatioReport:
         pieces.append(template[at : sent.end])
         words = 0 if sent.index in exempt else len(_WORD.findall(" ".join(pieces)))
         total_words += words
-        per_sentence.append((words, inside))
-    n = len(slots)
+        witnessed = stated.get(sent.index, 0) if stated else 0
+        per_sentence.append((words, inside + witnessed))
+        n_stated += witnessed
+    n = len(slots) + n_stated
     ratio = total_words / n if n else (float("inf") if total_words else 0.0)
     return RatioReport(total_words, n, ratio, sum(1 for _, s in per_sentence if not s), tuple(per_sentence))
 
 
 def ratio_findings(
-    template: str, thresholds: RatioThresholds | None = None, exempt: Collection[int] = ()
+    template: str,
+    thresholds: RatioThresholds | None = None,
+    exempt: Collection[int] = (),
+    stated: Mapping[int, int] | None = None,
 ) -> tuple[RatioReport, list[Finding]]:
-    """The measures and the R4xx findings over ``thresholds``; sentences in ``exempt`` count no prose."""
+    """The measures and the R4xx findings over ``thresholds``; sentences in ``exempt`` count no prose, and the
+    witnessed states in ``stated`` count as slots (:func:`measure`)."""
     from guard.shapes.text import split_sentences
 
     t = thresholds or RatioThresholds()
-    report = measure(template, exempt)
+    report = measure(template, exempt, stated)
     findings: list[Finding] = []
     if report.prose_per_slot > t.max_prose_per_slot:
         shown = "no slot" if report.slots == 0 else f"{report.prose_per_slot:.1f} prose words per slot"
@@ -135,7 +144,9 @@ def ratio_stage(thresholds: RatioThresholds | None = None) -> Check:
     """A lint check that also leaves its measures in ``ctx.extra['ratio']`` (the decision event reports them)."""
 
     def check(ctx: LintContext) -> list[Finding]:
-        report, findings = ratio_findings(ctx.template, thresholds, no_fact_sentences(ctx.sentences))
+        bindings = ctx.extra.get("bindings")
+        stated = Counter(need.sentence for need in bindings.needs) if bindings is not None else None
+        report, findings = ratio_findings(ctx.template, thresholds, no_fact_sentences(ctx.sentences), stated)
         ctx.extra["ratio"] = report
         return findings
 
