@@ -125,6 +125,28 @@ ROOT = Path(__file__).resolve().parents[1]
 Call = Callable[[], Awaitable[bool]]
 
 
+def write_serve_config(tmp: Path, root: Path, url: str, port: int) -> None:
+    """``gate.yaml`` and ``serve.yaml`` in ``tmp``: the demo policy of the guard at ``root`` over ``url``, one
+    bench key with no practical rate limit, no classifier."""
+    (tmp / "gate.yaml").write_text(yaml.safe_dump(CONFIG))
+    serve = {
+        "port": port,
+        "policies": {"orders": {"policy": str(root / "guard/demo/policy.yaml"), "db": url, "domains": ["orders"]}},
+        "keys": {
+            "bench": {
+                "hash": hash_key(KEY),
+                "policies": ["orders"],
+                "domains": ["orders"],
+                "allow_now": True,
+                "rate": "1000000/second",
+            }
+        },
+        "gate_config": "gate.yaml",
+        "classifier": "none",
+    }
+    (tmp / "serve.yaml").write_text(yaml.safe_dump(serve))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -244,24 +266,8 @@ def main() -> None:
 
     asyncio.run(in_process())
 
-    (tmp / "gate.yaml").write_text(yaml.safe_dump(CONFIG))
     port = free_port()
-    serve = {
-        "port": port,
-        "policies": {"orders": {"policy": str(ROOT / "guard/demo/policy.yaml"), "db": url, "domains": ["orders"]}},
-        "keys": {
-            "bench": {
-                "hash": hash_key(KEY),
-                "policies": ["orders"],
-                "domains": ["orders"],
-                "allow_now": True,
-                "rate": "1000000/second",
-            }
-        },
-        "gate_config": "gate.yaml",
-        "classifier": "none",
-    }
-    (tmp / "serve.yaml").write_text(yaml.safe_dump(serve))
+    write_serve_config(tmp, ROOT, url, port)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)

@@ -30,12 +30,10 @@ from pathlib import Path
 
 import httpx
 import uvloop
-import yaml
-from bench_serve import CONFIG, KEY, closed, cpu_seconds, free_port, workers_of
+from bench_serve import KEY, closed, cpu_seconds, free_port, workers_of, write_serve_config
 from loadclient import LoadClient, request_bytes
 
 from guard import demo
-from guard.server.config import hash_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,24 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def launch(root: Path, url: str) -> tuple[subprocess.Popen[bytes], int]:
     """``guard serve`` from ``root`` with two workers, once it is ready."""
     tmp = Path(tempfile.mkdtemp())
-    (tmp / "gate.yaml").write_text(yaml.safe_dump(CONFIG))
     port = free_port()
-    serve = {
-        "port": port,
-        "policies": {"orders": {"policy": str(root / "guard/demo/policy.yaml"), "db": url, "domains": ["orders"]}},
-        "keys": {
-            "bench": {
-                "hash": hash_key(KEY),
-                "policies": ["orders"],
-                "domains": ["orders"],
-                "allow_now": True,
-                "rate": "1000000/second",
-            }
-        },
-        "gate_config": "gate.yaml",
-        "classifier": "none",
-    }
-    (tmp / "serve.yaml").write_text(yaml.safe_dump(serve))
+    write_serve_config(tmp, root, url, port)
     cmd = [sys.executable, "-m", "guard", "serve", "--config", str(tmp / "serve.yaml"), "--workers", "2"]
     env = {**os.environ, "PYTHONPATH": str(root)}
     proc = subprocess.Popen(

@@ -4,9 +4,6 @@ and witnesses for states said in words."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +11,7 @@ from hypothesis import strategies as st
 from guard.findings import Severity
 from guard.linting import lint, lint_payload
 from guard.shapes import bind, check_template, load_library, split_sentences
+from tests.shapes.claims import C
 
 TYPES = {
     "name": "string",
@@ -25,14 +23,6 @@ TYPES = {
     "n": "integer",
     "carrier": "string",
 }
-
-
-@dataclass(frozen=True)
-class C:
-    key: str
-    entity: str
-    field: str
-    value: Any = None
 
 
 @pytest.fixture(scope="module")

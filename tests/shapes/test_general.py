@@ -5,13 +5,11 @@ when a claim rides along."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import pytest
 
 from guard.findings import Severity
 from guard.shapes import bind, check_template, load_library
+from tests.shapes.claims import C
 
 TYPES = {
     "order_id": "identifier",
@@ -22,14 +20,6 @@ TYPES = {
     "amt": "money",
     "status": "enum",
 }
-
-
-@dataclass(frozen=True)
-class C:
-    key: str
-    entity: str
-    field: str
-    value: Any = None
 
 
 def _errors(report) -> list[str]:

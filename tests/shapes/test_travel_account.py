@@ -4,20 +4,10 @@ words need their witness, and slots show the fields their places are bound to.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import pytest
 
 from guard.shapes import bind, check_template, load_library
-
-
-@dataclass(frozen=True)
-class C:
-    key: str
-    entity: str
-    field: str
-    value: Any = None
+from tests.shapes.claims import C
 
 
 @pytest.fixture(scope="module")
