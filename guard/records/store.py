@@ -1100,8 +1100,10 @@ class AsyncRecordStore(RecordStore):
     The statements, the reading code and the checker are :class:`RecordStore`'s own: :meth:`call` runs them
     through SQLAlchemy's greenlet bridge (the mechanism behind ``AsyncConnection.run_sync``), where every round
     trip the sync code makes is awaited on the event loop through the asyncio driver. One code path therefore
-    reads for both gates, and the loop never blocks on the database. Reflection happens in :meth:`open`, or at
-    the first :meth:`call` when the database was down then.
+    reads for both gates, and the loop never blocks on the database. On PostgreSQL the reads of a run are the
+    one exception: :meth:`aread_many` sends :class:`RecordStore`'s statements on psycopg's ``AsyncConnection``
+    itself, on a connection kept between reads (the bridge cost more than the statement). Reflection happens in
+    :meth:`open`, or at the first :meth:`call` when the database was down then.
     """
 
     def __init__(
