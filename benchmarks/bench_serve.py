@@ -21,6 +21,31 @@ httpx client it replaced cost more than the server and set the rate) reports:
 
 Loopback only; every loop is bounded in time or count.
 
+Measured (2026-12-08, PostgreSQL, 2 workers, 2 shared CPUs; base is main at eceb772, "after" branch serve17f;
+other sessions kept the load average at 2.9-5.7 throughout, so only same-run ratios mean much):
+
+- what changed: (1) on PostgreSQL ``AsyncRecordStore.aread_many`` sends the store's statements on psycopg's
+  ``AsyncConnection`` itself, on a connection it keeps checked out between reads (at most ``pool_size``, each
+  for 60 s at most, reused only when idle in the driver, used within ``PING_IDLE`` and its socket quiet; any
+  other goes back through the pool, which pings it): the greenlet bridge, the pool's checkout and return and
+  SQLAlchemy's cursor adapter cost ~0.09 ms of CPU a read against the driver's own ~0.07 ms (in process, 8
+  in flight, interleaved: ``aread_many`` 0.20-0.30 -> 0.14-0.19 ms); PostgreSQL engines roll back on return
+  only a connection that is not idle; (2) the payload's lone-surrogate check is one search over all its text,
+  field by field only when it finds one (``load_payload`` 38.8 -> 28.2 us for the demo answer);
+- paired (``serve_pair.py``, 64 in flight each, 5 s rounds): workers' CPU a request this/base 0.829
+  (0.770-0.859, 6 rounds, (1) alone), 0.775 (0.692-0.838, 8 rounds) and 0.854 (0.760-0.905, 6 rounds);
+  base medians 1.33 / 1.66 / 1.17 ms, after 1.06 / 1.25 / 0.95 ms;
+- in process, interleaved runs of both trees (``Guard.run`` serial; ``AsyncGuard.run`` 1 / 8 in flight), CPU
+  ms a run: base 0.36-0.51 / 0.61-0.71 / 0.54-0.68, after 0.38-0.41 / 0.33-0.46 / 0.35-0.63: ``AsyncGuard.run``
+  now costs about what ``Guard.run`` does (its reads no longer check out of the pool at all);
+- ``bench_serve.py`` base then after (``--seconds 5 --requests 5000``, load 3.3-4.1): workers' CPU at 1 / 16 /
+  64 in flight 0.875 / 0.865 / 0.986 -> 0.609 / 0.654 / 0.702 ms; per core by CPU time 0.33 x -> 0.40 x each
+  tree's own in-process ``Guard.run`` (0.322 and 0.281 ms a run; against base's, 0.46 x): target 0.6 not met;
+  memory of the two workers +0.1% / +0.2% over 5,000 requests (in process, 64,000 runs of the branch's
+  ``AsyncGuard.run``: resident set 125.0 -> 126.3 MiB, the same number of objects after each 8,000); no errors;
+- tried, not kept: psycopg's ``prepare_threshold`` (never, always, default), positional parameters and binary
+  results: the driver's CPU a statement within noise of the default (66-81 us).
+
 Measured (2026-12-07, PostgreSQL, 2 workers, 2 shared CPUs; base is main at 7d04409, "after" branch serve17e;
 other sessions' builds and test runs kept the load average at 1.1-4.3, and the workers' CPU a request moved from
 0.7 to 1.8 ms with it within minutes, for base and branch alike):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from enum import Enum
+from operator import attrgetter
 from typing import Any
 
 import regex
@@ -188,8 +189,20 @@ def _check_limits(raw: dict[str, Any], limits: Limits) -> list[Problem]:
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 
+_CLAIM_TEXTS = attrgetter("key", "entity", "entity_id", "field", "value")
+
+
 def _surrogates(payload: Payload) -> list[Problem]:
-    """Lone surrogates (JSON ``"\\ud800"``) are not text: they cannot be encoded, so logging or showing them fails."""
+    """Lone surrogates (JSON ``"\\ud800"``) are not text: they cannot be encoded, so logging or showing them fails.
+
+    One search over every field's text joined comes first (a code point is one character of a Python string, so
+    joining neither makes nor hides one); only a payload that has one is searched field by field, to say where:
+    21 searches for a payload of four claims cost a third of loading it."""
+    texts: list[Any] = [payload.answer_template]
+    for c in payload.claims:
+        texts.extend(_CLAIM_TEXTS(c))
+    if not _SURROGATE.search("".join(map(str, texts))):
+        return []
     fields = [("answer_template", payload.answer_template)]
     for i, c in enumerate(payload.claims):
         fields += [(f"claims[{i}].{k}", getattr(c, k)) for k in ("key", "entity", "entity_id", "field", "value")]

@@ -5,6 +5,7 @@ dropped is still replaced before a read could fail on it."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -15,7 +16,7 @@ from guard.decision import Action
 from guard.pipeline import AsyncGuard, Guard
 from guard.records import store as store_module
 from guard.records.checker import Status
-from guard.records.store import RecordStore
+from guard.records.store import AsyncRecordStore, RecordStore
 from tests.conftest import BACKENDS, PG_ADMIN, _worker, backend_url
 
 CONFIG = {"domains": {"orders": {"stages": {"freetext": "off"}}}}
@@ -161,16 +162,75 @@ def test_an_idle_connection_the_server_dropped_is_replaced_without_a_failed_read
         gate.close()
 
     async def asynchronous():
-        async with AsyncGuard(demo.policy(), pg_url, domain="orders", config=CONFIG) as agate:
+        # the asyncio store keeps the connection of its last read out of the pool: that is the one terminated
+        named = f"{pg_url}&application_name={APP}"
+        store = AsyncRecordStore(named, demo.policy(), pool_size=1)
+        async with AsyncGuard(store.policy, store, domain="orders", config=CONFIG) as agate:
             assert (await agate.run(demo.payloads()["answer"], demo.PRINCIPAL, now=demo.NOW)).action is Action.ANSWER
-            from sqlalchemy.util import greenlet_spawn
-
-            engine = agate.store.async_engine.sync_engine
-            raw = await greenlet_spawn(engine.raw_connection)
-            pid = backend_pid(raw)
-            await greenlet_spawn(raw.close)
-            await asyncio.to_thread(terminate, pid)
+            pids = await asyncio.to_thread(backends, APP)
+            assert len(pids) == 1
+            await asyncio.to_thread(terminate, pids[0])
             again = await agate.run(demo.payloads()["answer"], demo.PRINCIPAL, now=demo.NOW)
             assert again.action is Action.ANSWER
+            assert await asyncio.to_thread(backends, APP) not in ([], pids)
 
     asyncio.run(asynchronous())
+
+
+APP = f"guard_kept_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+"""The application name of the asyncio store's connections in these tests, so that its backends can be found."""
+
+
+def backends(app: str) -> list[int]:
+    admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            q = sa.text("SELECT pid FROM pg_stat_activity WHERE application_name = :a ORDER BY pid")
+            return list(conn.execute(q, {"a": app}).scalars())
+    finally:
+        admin.dispose()
+
+
+def test_the_asyncio_store_reads_on_a_kept_connection_until_it_has_been_idle(pg_url, monkeypatch):
+    """On PostgreSQL the asyncio store keeps its connection between reads: many runs, one checkout and one backend;
+    once it has been idle for PING_IDLE it goes back through the pool."""
+
+    async def scenario():
+        store = AsyncRecordStore(f"{pg_url}&application_name={APP}", demo.policy(), pool_size=1)
+        async with AsyncGuard(store.policy, store, domain="orders", config=CONFIG) as agate:
+            seen = counting(store.async_engine.sync_engine)
+            for key, action in [("answer", "answer"), ("refuse", "refuse"), ("regenerate", "regenerate_from_facts")]:
+                d = await agate.run(demo.payloads()[key], demo.PRINCIPAL, now=demo.NOW)
+                assert d.action.value == action
+            assert len(seen) == 1 and len(await asyncio.to_thread(backends, APP)) == 1
+            monkeypatch.setattr(store_module, "PING_IDLE", 0.2)
+            await asyncio.sleep(0.3)
+            assert (await agate.run(demo.payloads()["answer"], demo.PRINCIPAL, now=demo.NOW)).action is Action.ANSWER
+            assert len(seen) == 2
+        assert await asyncio.to_thread(backends, APP) == []  # aclose released the kept connection too
+
+    asyncio.run(scenario())
+
+
+def test_a_connection_kept_between_reads_is_judged_idle_from_its_last_read(pg_url):
+    """A connection the asyncio store kept comes back to the pool with the time of its last read, so the checkout
+    pings it when that was PING_IDLE ago, though it was checked in just now."""
+    store = RecordStore(pg_url, demo.policy(), pool_size=1)
+    try:
+        raw = store.engine.raw_connection()
+        pid = backend_pid(raw)
+        raw.info[store_module._USED] = time.monotonic() - store_module.PING_IDLE - 1
+        raw.close()
+        raw = store.engine.raw_connection()
+        assert backend_pid(raw) == pid
+        raw.close()
+        assert last_query(pid) == "SELECT 1"
+        raw = store.engine.raw_connection()  # returned moments ago, with no mark: not pinged
+        with raw.cursor() as cur:
+            cur.execute("SELECT 2")
+        raw.close()
+        raw = store.engine.raw_connection()
+        raw.close()
+        assert last_query(pid) == "SELECT 2"
+    finally:
+        store.close()

@@ -190,3 +190,47 @@ def test_the_shared_decoder_reads_as_json_loads(data):
     assert _outcome(model._loads, data) == _outcome(
         lambda d: json.loads(d, parse_constant=model._reject_constant), data
     )
+
+
+SURROGATE_TEXT = st.text(st.sampled_from(["a", " ", "é", "\U0001f600", "\ud800", "\udfff", "\ud83d"]), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    template=SURROGATE_TEXT,
+    fields=st.lists(
+        st.fixed_dictionaries(
+            {
+                "entity": st.sampled_from(["order", "é"]),
+                "entity_id": st.one_of(SURROGATE_TEXT, st.integers()),
+                "field": st.sampled_from(["status", "\U0001f600"]),
+                "value": st.one_of(
+                    SURROGATE_TEXT, st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.none()
+                ),
+            }
+        ),
+        max_size=3,
+    ),
+)
+def test_every_lone_surrogate_is_reported_where_it_is(template, fields):
+    """The one search over all the text finds a payload with a lone surrogate anywhere, and the field-by-field
+    pass names each field that has one (a pair split across two fields stays two lone surrogates). The schema
+    itself refuses them in the length-bounded names (entity, field, key)."""
+    claims = [claim(f"k{i}", type="string", **f) for i, f in enumerate(fields)]
+    text = json.dumps(payload(template + "".join(f" {{k{i}}}" for i in range(len(claims))), claims))
+    data = json.loads(text)  # JSON joins an escaped high and low surrogate into one character
+    claims = data["claims"]
+    expected = set()
+    if any("\ud800" <= ch <= "\udfff" for ch in data["answer_template"]):
+        expected.add("answer_template")
+    for i, c in enumerate(claims):
+        for k in ("entity", "entity_id", "field", "value"):
+            if isinstance(c[k], str) and any("\ud800" <= ch <= "\udfff" for ch in c[k]):
+                expected.add(f"claims[{i}].{k}")
+    try:
+        load_payload(text)
+    except PayloadError as exc:
+        found = {p.location.part for p in exc.problems if p.code == "unicode"}
+        assert found == expected
+    else:
+        assert not expected
