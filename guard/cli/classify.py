@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import sys
 from pathlib import Path
 
@@ -38,7 +37,6 @@ def classify_cmd(
 
 
 def _classify(lines: list[str], clf, fmt: str) -> None:
-    encode = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps builds an encoder per call
     out = sys.stdout
     if fmt == "json":
         out.write("[")
@@ -48,9 +46,9 @@ def _classify(lines: list[str], clf, fmt: str) -> None:
         if fmt == "text":
             out.write("".join(_text_line(p) for p in preds))
         elif fmt == "jsonl":
-            out.write("".join([encode(p.to_dict()) + "\n" for p in preds]))
+            out.write("".join([p.to_json() + "\n" for p in preds]))
         else:
-            chunk = ",\n".join(encode(p.to_dict()) for p in preds)
+            chunk = ",\n".join([p.to_json() for p in preds])
             if chunk:
                 out.write(("\n" if first else ",\n") + chunk)
                 first = False

@@ -127,6 +127,31 @@ def test_braces_and_private_characters_never_break_spans(shipped, text):
             assert text[s.start : s.end] == s.text
 
 
+def test_to_json_is_json_dumps_of_to_dict_on_the_corpus_and_odd_text(shipped, corpus_examples):
+    """``guard classify`` prints ``to_json()``: the very text ``json.dumps(to_dict(), ensure_ascii=False)``
+    gives, for escapes and non-ASCII text as for the corpus."""
+    odd = [
+        'Tab\there "quoted" \\ back\x01 \u2028 café lаter thаn 😀 more than 3 items',
+        "",
+        "{slot}",
+        "6:40 vs 5 \u2014",
+    ]
+    preds = shipped.predict([e.text for e in corpus_examples] + odd)
+    assert any(p.spans for p in preds) and any(not p.labels for p in preds)
+    for p in preds:
+        assert p.to_json() == json.dumps(p.to_dict(), ensure_ascii=False)
+    # a score json writes as NaN or Infinity (never a sigmoid's) still matches
+    strange = preds[-1]._replace(scores={"causal": float("nan"), "quantity": float("inf"), "temporal": 1e-05})
+    assert strange.to_json() == json.dumps(strange.to_dict(), ensure_ascii=False)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(max_size=120), max_size=6))
+def test_to_json_is_json_dumps_of_to_dict_on_arbitrary_unicode(shipped, texts):
+    for p in shipped.predict(texts):
+        assert p.to_json() == json.dumps(p.to_dict(), ensure_ascii=False)
+
+
 # --- the model card guards the load ------------------------------------------------
 
 
