@@ -550,7 +550,15 @@ def _check_texts(texts: Iterable[str]) -> list[str]:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise ModelError(f"predict expects strings; item {i} is {type(t).__name__}")
+    if _SURROGATE.search("".join(texts)):  # spaCy's tokenizer would raise UnicodeEncodeError on one
+        for i, t in enumerate(texts):
+            m = _SURROGATE.search(t)
+            if m:
+                raise ModelError(f"predict expects encodable text; item {i} has a lone surrogate at {m.start()}")
     return texts
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # --- files and the model card -------------------------------------------------------

@@ -105,6 +105,18 @@ def test_predict_rejects_non_strings(shipped):
         shipped.predict(None)
 
 
+def test_predict_rejects_a_lone_surrogate_with_its_place(shipped):
+    with pytest.raises(ModelError, match="item 1 has a lone surrogate at 4"):
+        shipped.predict(["ok", "bad \ud800 text"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=40), st.characters(categories=["Cs"]), st.text(max_size=40))
+def test_text_with_a_surrogate_is_a_model_error_never_another_exception(shipped, before, bad, after):
+    with pytest.raises(ModelError, match=f"at {len(before)}"):
+        shipped.predict([before + bad + after])
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(max_size=200), max_size=8))
 def test_predict_never_crashes_on_arbitrary_unicode(shipped, texts):
