@@ -331,18 +331,20 @@ class _Analysis:
 
     def summary(self, node: Tree[Any], ents: set[str], attr: RuleMeta | None) -> None:
         """A summary's items show the label's attribute, or their own where they name one ("Total: {total},
-        shipping: {shipping}")."""
+        shipping: {shipping}"); a value in brackets after one shows another attribute of the same thing."""
         for item in node.find_data("summary_item"):
             item_ents, item_attr = ents, attr
             head = next((ch for ch in item.children if isinstance(ch, Tree) and ch.data == "attr_head"), None)
             if head is not None:
                 own, item_attr = self.attr_np(head)
                 item_ents = (own & ents) or own
+            values = 0
             for ch in item.children:
                 if not isinstance(ch, Tree) or ch is head:
                     continue
                 if ch.data == "value":
-                    self.value(ch, item_ents, item_attr)
+                    self.value(ch, item_ents, item_attr if values == 0 else None)
+                    values += 1
                 else:
                     for sub in ch.iter_subtrees_topdown():
                         m = self.meta(sub)

@@ -32,6 +32,14 @@ _PUNCT = frozenset(",.;:!?#()/&-")
 _QUOTES = str.maketrans(
     {"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2014": ",", "\u2013": ",", "\u00b7": ","}
 )
+# "item(s)" reads as "items", the plural people mean (three characters for three, so positions stay)
+_PLURAL = regex.compile(r"(?<=[A-Za-z])\(s\)")
+
+
+def _normal(text: str) -> str:
+    return _PLURAL.sub("s  ", text.translate(_QUOTES))
+
+
 _SLOT = regex.compile(r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1')
 _FAST = regex.compile(
     r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1'
@@ -138,7 +146,7 @@ def tokens(text: str, claim: frozenset[str] = frozenset()) -> list[Tok]:
     """Words (lower-cased, "'s" split off, curly apostrophes straightened), punctuation, slots (quotes around a
     slot dropped), screen names (:func:`screen_names`; ``claim`` the claim words a name may not hold) and, for
     anything else, single ``other`` characters."""
-    norm = text.translate(_QUOTES)
+    norm = _normal(text)
     names = dict(screen_names(norm, claim))
     out: list[Tok] = []
     i = 0
@@ -227,7 +235,7 @@ class Library:
         """The Lark tokens of one unit (:func:`tokens`, typed: a slot by its claim type, a word by the
         terminal that spells it; UNKNOWN_WORD, OTHER and UNTYPED_SLOT are accepted nowhere). With ``screens``
         off, screen names are read as words (a domain may list its menu items as words)."""
-        norm = text.translate(_QUOTES)
+        norm = _normal(text)
         names = screen_names(norm, self.claim) if screens and self.screens else []
         if not names:
             return list(self._plain(norm, 0, len(norm), slot_types))
