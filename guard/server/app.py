@@ -452,6 +452,9 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
     # return, so under load each extra run paid a fresh database connection (on PostgreSQL a backend process)
     slots = {p: asyncio.Semaphore(pc.pool_size) for p, pc in cfg.policies.items()}
 
+    request_limit = cfg.limits.request_timeout
+    stage_limits = {"lint": cfg.limits.lint_timeout, "check": cfg.limits.check_timeout}
+
     def timed(work: Awaitable[T]) -> Awaitable[T]:
         return within("request", cfg.limits.request_timeout, work)
 
@@ -469,7 +472,10 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         gate = gate_for(who, policy, domain)
         moment = when(who, now)
         body = await request.body()
-        decision = await timed(admitted(gate, policy, claims_only, body, principal, moment, request.state.request_id))
+        deadline = Deadline(request_limit, stage_limits)
+        decision = await deadline.within(
+            admitted(gate, policy, claims_only, body, principal, moment, request.state.request_id, deadline.bound)
+        )
         return JSONResponse(decision.to_dict())
 
     async def admitted(
@@ -480,11 +486,12 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         principal: str | None,
         moment: datetime | None,
         rid: str,
+        stages: StageBound,
     ) -> Any:
         """The gate's step once one of the policy's pooled connections is free."""
         step = gate.verify if claims_only else gate.run
         async with slots[policy]:
-            return await step(body, principal, now=moment, request_id=rid, bound=bound)
+            return await step(body, principal, now=moment, request_id=rid, bound=stages)
 
     now_doc = "Judge freshness at this ISO time (only keys with allow_now)."
     principal_doc = (
@@ -580,8 +587,18 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
                 gate = gate_for(who, params["policy"] or "", params.get("domain"))
                 moment = when(who, params.get("now"))
                 body = await _read_body(receive, max_body)
-                decision = await timed(
-                    admitted(gate, params["policy"] or "", claims_only, body, params["principal"], moment, rid)
+                deadline = Deadline(request_limit, stage_limits)
+                decision = await deadline.within(
+                    admitted(
+                        gate,
+                        params["policy"] or "",
+                        claims_only,
+                        body,
+                        params["principal"],
+                        moment,
+                        rid,
+                        deadline.bound,
+                    )
                 )
                 answer: Response | _JsonAnswer = _JsonAnswer(decision.to_dict())
             except _TooLarge:
@@ -777,6 +794,105 @@ async def within(what: str, seconds: float, work: Awaitable[T]) -> T:
     except TimeoutError:
         name = "the request" if what == "request" else f"the {what} stage"
         raise P.ServerProblem(503, "timeout", f"{name} took longer than {seconds:g} s") from None
+
+
+class Deadline:
+    """A request's time limit and its stages' (``lint``, ``check``) on one timer: :meth:`within` bounds the request,
+    :meth:`bound` (a :class:`~guard.pipeline.StageBound`) each stage in it; a limit run out is a 503 ``timeout``
+    naming the request or the stage, as :func:`within` words it.
+
+    Why one timer: an ``asyncio.timeout`` a bound (the request's and the check stage's on every request) costs a
+    timer scheduled and cancelled and its context manager each. Here the timer is set for the earliest moment
+    any limit could run out: the request's, the running stage's, or now plus the shortest stage limit (a stage
+    that has not begun yet ends no earlier). Going off before any limit is out, it is set again the same way;
+    so a request done within the shortest stage limit (all but the slow ones) sets one timer and cancels it,
+    and entering a stage touches no timer. Like ``asyncio.timeout`` it cancels the task and turns only its own
+    cancellation into the 503: a cancellation from elsewhere (a shutdown) passes through as it came.
+    """
+
+    __slots__ = (
+        "loop",
+        "task",
+        "cancelling",
+        "stages",
+        "shortest",
+        "request_limit",
+        "request_due",
+        "stage",
+        "stage_due",
+        "entered",
+        "armed",
+        "handle",
+        "expired",
+    )
+
+    def __init__(self, request: float, stages: dict[str, float]) -> None:
+        self.loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("Deadline needs a task")
+        self.task, self.cancelling = task, task.cancelling()
+        self.stages, self.shortest = stages, min(stages.values())
+        now = self.loop.time()
+        self.request_limit, self.request_due = request, now + request
+        self.stage: str | None = None
+        self.stage_due = 0.0
+        self.entered = 0
+        """Stages entered so far: a timer set for a stage's limit counts only while that stage runs."""
+        self.expired: str | None = None
+        self.armed: int | None = None
+        self.handle = self._arm(now)
+
+    def _arm(self, now: float) -> asyncio.TimerHandle:
+        """The timer at the earliest moment a limit could run out; :attr:`armed` says for what (-1 the request,
+        a stage's number, None a stage not yet begun)."""
+        when, self.armed = self.request_due, -1
+        if self.stage is not None and self.stage_due < when:
+            when, self.armed = self.stage_due, self.entered
+        if now + self.shortest < when:
+            when, self.armed = now + self.shortest, None
+        return self.loop.call_at(when, self._fire)
+
+    def _fire(self) -> None:
+        if self.armed == -1:
+            self.expired = "request"
+        elif self.armed is not None and self.stage is not None and self.armed == self.entered:
+            self.expired = self.stage
+        else:
+            self.handle = self._arm(self.loop.time())
+            return
+        self.task.cancel()
+
+    async def bound(self, stage: str, work: Awaitable[T], /) -> T:
+        """``work`` as the stage ``stage``, under its limit (and the request's)."""
+        self.entered += 1
+        self.stage, self.stage_due = stage, self.loop.time() + self.stages[stage]
+        try:
+            return await work
+        finally:
+            self.stage = None
+
+    async def within(self, work: Awaitable[T]) -> T:
+        """``work`` (the request) under the limits; the timer is cancelled when it ends."""
+        uncancelled = False
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if self.expired is None:
+                raise
+            uncancelled = True
+            if self.task.uncancel() > self.cancelling:  # cancelled from elsewhere as well
+                raise
+            what, seconds = (
+                ("the request", self.request_limit)
+                if self.expired == "request"
+                else (f"the {self.expired} stage", self.stages[self.expired])
+            )
+            raise P.ServerProblem(503, "timeout", f"{what} took longer than {seconds:g} s") from None
+        finally:
+            self.handle.cancel()
+            if self.expired is not None and not uncancelled:  # the work ended its own way after the timer went off
+                self.task.uncancel()
 
 
 def stage_bound(limits: LimitsConfig) -> StageBound:
