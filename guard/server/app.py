@@ -38,7 +38,7 @@ from guard.pipeline import AsyncGuard, StageBound
 from guard.server import PROFILE_ENV, STATE_ENV
 from guard.server import problems as P
 from guard.server.config import KeyConfig, LimitsConfig, ServeConfig, hash_key
-from guard.server.logs import flush_access_log
+from guard.server.logs import flush_access_log, plain_handler
 from guard.server.models import (
     ClassifyOut,
     ClassifyRequest,
@@ -389,8 +389,13 @@ def create_app(cfg: ServeConfig, state: State | None = None) -> FastAPI:
         if access_log.isEnabledFor(logging.INFO):
             state = scope.get("state", {})
             line = access_line(state.get("request_id"), state.get("key"), scope["method"], route, status, seconds)
-            # Logger.info's own path, less its search of the stack for the caller (no access line shows it)
-            access_log.handle(access_log.makeRecord(access_log.name, logging.INFO, "(unknown file)", 0, line, (), None))
+            held = plain_handler(access_log)
+            if held is not None:  # guard serve's own set-up: the line straight to the one place it goes
+                held.hold(line)
+            else:  # Logger.info's own path, less its search of the stack for the caller (no access line shows it)
+                access_log.handle(
+                    access_log.makeRecord(access_log.name, logging.INFO, "(unknown file)", 0, line, (), None)
+                )
 
     app.add_middleware(Edge, max_body=cfg.limits.max_body_bytes, observe=observe)
 

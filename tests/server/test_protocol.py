@@ -131,3 +131,54 @@ def test_access_lines_are_held_until_a_flush_and_none_is_lost():
         assert stream.getvalue().count("\n") == 3 + HELD_LINES + 1
     finally:
         log.removeHandler(handler)
+
+
+def test_a_held_line_reaches_the_stream_as_logger_info_writes_it_and_only_in_guard_serves_set_up():
+    from guard.server import LOG_CONFIG
+    from guard.server.app import access_line
+    from guard.server.logs import ACCESS_LOGGER, plain_handler
+
+    streams = [io.StringIO(), io.StringIO()]
+    access = logging.getLogger(ACCESS_LOGGER)
+    saved = (access.handlers[:], access.propagate, access.level, access.filters[:])
+    line = access_line("ab" * 16, 'k"\u00e9y', "POST", "/v1/run", 200, 0.0012345)
+    assert json.loads(line) == {
+        "request_id": "ab" * 16,
+        "key": 'k"\u00e9y',
+        "method": "POST",
+        "route": "/v1/run",
+        "status": 200,
+        "ms": 1.234,
+    }
+    assert line == json.dumps(json.loads(line))  # the text json.dumps makes of it
+    try:
+        for stream, held in zip(streams, (False, True)):
+            # the access logger as guard serve's LOG_CONFIG sets it up, writing to ``stream``
+            made = HeldStreamHandler(stream)
+            made.setFormatter(logging.Formatter(LOG_CONFIG["formatters"]["plain"]["format"]))
+            access.handlers[:] = [made]
+            access.propagate, access.filters[:] = LOG_CONFIG["loggers"][ACCESS_LOGGER]["propagate"], []
+            access.setLevel(LOG_CONFIG["loggers"][ACCESS_LOGGER]["level"])
+            handler = plain_handler(access)
+            assert handler is made
+            assert isinstance(handler, HeldStreamHandler)
+            for _ in range(3):
+                handler.hold(line) if held else access.info(line)
+            handler.flush()
+        assert streams[0].getvalue() == streams[1].getvalue() == (line + "\n") * 3
+        # anything that could change or divert the line: the record's own path
+        access.addFilter(lambda record: True)
+        assert plain_handler(access) is None
+        access.filters.clear()
+        access.propagate = True
+        assert plain_handler(access) is None
+        access.propagate = False
+        access.handlers[0].setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        assert plain_handler(access) is None
+        access.handlers[0].setFormatter(logging.Formatter("%(message)s"))
+        assert plain_handler(access) is access.handlers[0]
+        access.addHandler(logging.NullHandler())
+        assert plain_handler(access) is None
+    finally:
+        access.handlers[:], access.propagate, access.filters[:] = saved[0], saved[1], saved[3]
+        access.setLevel(saved[2])
