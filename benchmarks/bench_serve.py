@@ -50,8 +50,9 @@ other sessions kept the load average at 1.7-5.1, so only same-run ratios mean mu
   metrics ~20, each ``asyncio.timeout`` 6-10, query parse ~5): with 64 requests interleaved nothing stays
   in cache;
 - tried, not kept: the 200's JSON written field by field from the decision (``json.encoder``'s C string
-  escape per value): 28-42 us against 17-29 for ``to_dict`` plus the C encoder; a cache of the API-key
-  lookup by raw key: SHA-256 of a key is 0.7 us; a reused encoder without the circular check: 1.5 us.
+  escape per value): 28-42 us against 17-29 for ``to_dict`` plus the C encoder; measured and not worth doing:
+  a cache of the API-key lookup by raw key (SHA-256 of a key is 0.7 us), a reused encoder without the
+  circular check (saves ~1.5 us).
 
 Measured (2026-12-08, PostgreSQL, 2 workers, 2 shared CPUs; base is main at eceb772, "after" branch serve17f;
 other sessions kept the load average at 2.9-5.7 throughout, so only same-run ratios mean much):
