@@ -21,6 +21,39 @@ httpx client it replaced cost more than the server and set the rate) reports:
 
 Loopback only; every loop is bounded in time or count.
 
+Measured (2026-12-07, PostgreSQL, 2 workers, 2 shared CPUs; base is main at 6735ac0, "after" branch serve17g;
+other sessions kept the load average at 1.7-5.1, so only same-run ratios mean much):
+
+- what changed, all outside ``AsyncGuard.run``'s reads: (1) a decision's metric events counted under one hold of
+  the lock (``Metrics.observe_many``), a claim event's count and latency children found by one lookup on its
+  (entity, field, status, domain) strings; (2) the access line written out directly (the text ``json.dumps``
+  made of the same dict, ~0.3 against 2.6 us) and, in ``guard serve``'s own logging set-up, handed straight
+  to its held handler (``plain_handler``; any other set-up takes the record's path, less the stack search);
+  (3) ``/v1/run``'s query string parsed once per distinct string (256 kept, each at most 1 KiB); (4) the
+  request's limit and the check (or lint) stage's on one timer (``Deadline``: set for the earliest moment any
+  limit could run out, set again only when it goes off early): one timer a request instead of two
+  ``asyncio.timeout``s; (5) uvicorn's keep-alive timer set once per idle spell instead of made and cancelled
+  per response (``guard.server.protocol``);
+- paired (``serve_pair.py``, 64 in flight each, 5 s rounds): workers' CPU a request this/base 0.906
+  (0.841-0.975, 6 rounds, (1)-(3)), 0.939 (0.852-0.947, 6 rounds, (1)-(4)), 0.912 (0.825-0.998, 8 rounds) and
+  0.891 (0.732-0.948, 8 rounds) with all five; base medians 1.15-1.30 ms, after 1.05-1.20 ms (both servers
+  on the same two cores, so higher than alone);
+- ``bench_serve.py`` after then base (``--seconds 5 --requests 5000``, load 3.4-4.0): workers' CPU at 1 / 16 /
+  64 in flight 0.837 / 1.058 / 0.865 ms after, 0.748 / 1.190 / 1.038 ms base; per core by CPU time at 64
+  0.34 x after (against its own run's ``Guard.run``, 0.294 ms) and 0.31 x base (0.323 ms): target 0.6 not
+  met; p50/p99 after 0.83/7.99, 20.1/78.1, 59.5/106.5 ms; base 0.84/2.08, 19.6/46.6, 72.4/141.1 ms (wall
+  figures, set by the load); open loop at half saturation p99 66 ms after, 42 ms base; memory +0.2% / +0.0%
+  over 5,000 requests; no errors;
+- in process, the server's layer without HTTP (the app called as ASGI at 64 in flight against
+  ``AsyncGuard.run`` through the same semaphore) cost 0.15-0.28 ms a request before these changes, about
+  twice the sum of its parts timed alone (JSON of the decision ~10 us, ``to_dict`` ~7, access line ~9,
+  metrics ~20, each ``asyncio.timeout`` 6-10, query parse ~5): with 64 requests interleaved nothing stays
+  in cache;
+- tried, not kept: the 200's JSON written field by field from the decision (``json.encoder``'s C string
+  escape per value): 28-42 us against 17-29 for ``to_dict`` plus the C encoder; measured and not worth doing:
+  a cache of the API-key lookup by raw key (SHA-256 of a key is 0.7 us), a reused encoder without the
+  circular check (saves ~1.5 us).
+
 Measured (2026-12-08, PostgreSQL, 2 workers, 2 shared CPUs; base is main at eceb772, "after" branch serve17f;
 other sessions kept the load average at 2.9-5.7 throughout, so only same-run ratios mean much):
 

@@ -55,6 +55,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from guard.errors import DependencyError, FileError
 from guard.observe import schema
 
+_INF = float("inf")
 PROSE_PER_SLOT_BUCKETS: tuple[float, ...] = (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 50)
 """Bucket bounds in words per slot; the alert rules' quantiles are only as fine as these."""
 
@@ -152,6 +153,9 @@ class Metrics:
         self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         self.deferred = deferred
         self._held: list[Any] = []
+        self._claim_meters: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
+        """A claim event's count and latency children by (entity, field, status, domain), all strings: one lookup
+        instead of two :meth:`child` calls and four label conversions."""
         self.lock = threading.Lock()
         """Held while counting in deferred mode (by :meth:`observe` and whoever counts into :meth:`child`) and
         while flushing."""
@@ -258,9 +262,53 @@ class Metrics:
                 location=_multiprocess_folder() or "",
             ) from exc
 
+    def observe_many(self, events: Sequence[Mapping[str, Any]]) -> int:
+        """:meth:`observe` each event, under one hold of :attr:`lock` (a decision's events: its claims and itself);
+        returns how many carried a metric.
+
+        Raises FileError when multiprocess mode cannot write its folder (removed after start-up).
+        """
+        observe = self._observe
+        try:
+            if self.deferred:
+                with self.lock:
+                    return [observe(e) for e in events].count(True)
+            return [observe(e) for e in events].count(True)
+        except OSError as exc:
+            raise FileError(
+                f"cannot write the multiprocess metrics in PROMETHEUS_MULTIPROC_DIR: {exc.strerror or exc}",
+                location=_multiprocess_folder() or "",
+            ) from exc
+
     def _observe(self, event: Mapping[str, Any]) -> bool:
         kind = schema.kind(event)
         if kind == schema.CLAIM:
+            entity, field, status, domain = (
+                event.get("entity"),
+                event.get("field"),
+                event.get("status"),
+                event.get("domain"),
+            )
+            ms = event.get("latency_ms")
+            if (
+                type(ms) is float
+                and 0 <= ms < _INF
+                and type(entity) is str
+                and type(field) is str
+                and type(status) is str
+                and type(domain) is str
+            ):
+                # the usual claim event (the gate's own): both its meters from one lookup
+                labels = (entity, field, status, domain)
+                meters = self._claim_meters.get(labels)
+                if meters is None:
+                    meters = self._claim_meters[labels] = (
+                        self.child(self.claims, entity, field, status),
+                        self.child(self.claim_latency, domain),
+                    )
+                meters[0].inc()
+                meters[1].observe(ms / 1000)
+                return True
             claim = schema.as_claim(event)
             self.child(
                 self.claims, _label(claim.get("entity")), _label(claim.get("field")), _label(claim.get("status"))

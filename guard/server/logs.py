@@ -38,6 +38,13 @@ class HeldStreamHandler(logging.StreamHandler):
         except Exception:
             self.handleError(record)
 
+    def hold(self, line: str) -> None:
+        """Hold a line as :meth:`emit` holds a record's (for :func:`plain_handler`'s caller, which made the line)."""
+        with self.lock:  # type: ignore[union-attr]
+            self.held.append(line + self.terminator)
+            if len(self.held) >= HELD_LINES or time.monotonic() >= self._due:
+                self.flush()
+
     def flush(self) -> None:
         """Write the held lines in one call and flush the stream."""
         with self.lock:  # type: ignore[union-attr]
@@ -56,10 +63,32 @@ class HeldStreamHandler(logging.StreamHandler):
             super().close()
 
 
+def plain_handler(logger: logging.Logger) -> HeldStreamHandler | None:
+    """The logger's one handler when an INFO record's line would reach nothing else and go out as its bare message
+    (one :class:`HeldStreamHandler` with ``%(message)s``, no filters, no propagation: ``guard serve``'s access log),
+    else None. Then ``handler.hold(message)`` writes what ``logger.info(message)`` would, without the record: its
+    making and the logger's and handler's dispatch cost several times the line's own writing."""
+    handlers = logger.handlers
+    if len(handlers) != 1 or logger.filters or logger.propagate or logger.disabled:
+        return None
+    handler = handlers[0]
+    fmt = handler.formatter
+    if (
+        type(handler) is not HeldStreamHandler
+        or handler.filters
+        or handler.level > logging.INFO
+        or type(fmt) is not logging.Formatter
+        or type(fmt._style) is not logging.PercentStyle
+        or fmt._fmt != "%(message)s"
+    ):
+        return None
+    return handler
+
+
 def flush_access_log() -> None:
     """Flush the access logger's handlers (the server's timer and its shutdown call this)."""
     for handler in logging.getLogger(ACCESS_LOGGER).handlers:
         handler.flush()
 
 
-__all__ = ["HeldStreamHandler", "flush_access_log", "FLUSH_SECONDS", "HELD_LINES"]
+__all__ = ["HeldStreamHandler", "plain_handler", "flush_access_log", "FLUSH_SECONDS", "HELD_LINES"]

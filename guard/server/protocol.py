@@ -57,7 +57,56 @@ class _HeadWithBody:
 
 
 class HttpToolsProtocol1Write(HttpToolsProtocol):
-    """:class:`~uvicorn.protocols.http.httptools_impl.HttpToolsProtocol` whose responses leave in one write."""
+    """:class:`~uvicorn.protocols.http.httptools_impl.HttpToolsProtocol` whose responses leave in one write, and
+    whose keep-alive timer is set once per idle spell rather than once per response.
+
+    uvicorn sets the keep-alive timer (close a connection idle ``timeout_keep_alive`` seconds) after every
+    response and cancels it when the next request's bytes arrive: on a busy connection, a timer made and
+    cancelled per request. Here a response notes when the connection went idle and sets the timer only if none
+    is set; new bytes note that it is busy. When the timer goes off it closes the connection if it has been idle
+    that long, and otherwise is set again for when it would have (or, the connection busy, left to the next
+    response to set), so an idle connection closes when uvicorn's would.
+    """
+
+    idle_since: float | None = None
+    """When the connection's last response completed, None while a request is being read or answered."""
+
+    def _unset_keepalive_if_required(self) -> None:
+        """Bytes arrived: the connection is busy (the timer, if set, stays; it checks when it goes off)."""
+        self.idle_since = None
+
+    def on_response_complete(self) -> None:
+        """uvicorn's, with the timer set only when none is."""
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self.idle_since = None
+        self.flow.resume_reading()
+        if self.pipeline:
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+            return
+        self.idle_since = self.loop.time()
+        if self.timeout_keep_alive_task is None:
+            self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self._keep_alive_due)
+
+    def _keep_alive_due(self) -> None:
+        self.timeout_keep_alive_task = None
+        idle = self.idle_since
+        if idle is None or self.transport.is_closing():
+            return  # busy: the next response sets the timer
+        left = idle + self.timeout_keep_alive - self.loop.time()
+        if left > 0:
+            self.timeout_keep_alive_task = self.loop.call_later(left, self._keep_alive_due)
+        else:
+            self.timeout_keep_alive_handler()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """uvicorn's, and the timer cancelled whatever the cause."""
+        super().connection_lost(exc)
+        if self.timeout_keep_alive_task is not None:
+            self.timeout_keep_alive_task.cancel()
+            self.timeout_keep_alive_task = None
 
     def on_headers_complete(self) -> None:
         """uvicorn's, then the new request's cycle writes through :class:`_HeadWithBody`."""

@@ -186,3 +186,45 @@ def test_deferred_counts_of_worker_processes_add_up_once_flushed(tmp_path, monke
     assert 'guard_lint_findings_total{code="R401"} 65.0' in body
     assert "guard_prose_per_slot_count 65.0" in body
     assert 'guard_prose_per_slot_bucket{le="3.0"} 65.0' in body
+
+
+label_values = st.sampled_from(["order", "total", "confirmed", "orders", "", None, 1, 1.0, True])
+latencies = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5), st.none(), st.just("3"), st.just(True)
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(label_values, label_values, label_values, label_values, latencies), max_size=12),
+    st.booleans(),
+)
+def test_claim_events_counted_by_observe_many_as_the_metric_names_say(events: list[tuple], deferred: bool) -> None:
+    """observe_many's one-lookup path (string labels, a float latency) and the general one count alike: a claim per
+    (entity, field, status) label, a latency point per domain label when the latency is a finite number >= 0."""
+    m = Metrics(deferred=deferred)
+
+    def label(v: object) -> str:
+        return "" if v is None else str(v)
+
+    lines = [
+        {"event": "claim", "entity": e, "field": f, "status": s, "domain": d, "latency_ms": ms}
+        for e, f, s, d, ms in events
+    ]
+    assert m.observe_many(lines) == len(lines)
+    m.observe_many(lines)  # twice: the second time every meter is already made
+    claims: dict[tuple[str, str, str], int] = {}
+    points: dict[str, tuple[int, float]] = {}
+    for e, f, s, d, ms in events:
+        key = (label(e), label(f), label(s))
+        claims[key] = claims.get(key, 0) + 2
+        if isinstance(ms, (int, float)) and not isinstance(ms, bool) and 0 <= ms < float("inf"):
+            n, total = points.get(label(d), (0, 0.0))
+            points[label(d)] = (n + 2, total + 2 * ms / 1000)
+    for (e, f, s), n in claims.items():
+        assert m.value("guard_claims_total", entity=e, field=f, status=s) == n
+    for d, (n, total) in points.items():
+        assert m.value("guard_claim_latency_seconds_count", domain=d) == n
+        assert m.value("guard_claim_latency_seconds_sum", domain=d) == pytest.approx(total)
+    for d in {label(d) for *_, d, _ms in events} - set(points):
+        assert m.value("guard_claim_latency_seconds_count", domain=d) == 0

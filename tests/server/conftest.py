@@ -97,12 +97,12 @@ def write_config(tmp: Path, db_url: str, **extra) -> Path:
     return path
 
 
-def start(app) -> tuple[str, uvicorn.Server, threading.Thread]:
+def start(app, **config: object) -> tuple[str, uvicorn.Server, threading.Thread]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, lifespan="on", **UVICORN_OPTIONS))
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="on", **{**UVICORN_OPTIONS, **config}))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -97,3 +97,16 @@ def test_plain_params_read_as_starlette_or_decline(pairs, header_names):
     if got is not None:
         assert {n: got.get(n) for n in RUN_QUERY} == {n: starlette.get(n) for n in RUN_QUERY}
         assert got["principal"] == (principals[0] if principals else None)
+    # through the route's cache of parsed query strings (shared by every example, so filled by earlier ones with
+    # other headers): the same answer, the first time and again, and a caller's changes do not reach the cache
+    scope = {"query_string": query_string, "headers": headers}
+    for _ in range(2):
+        cached = server_app._plain_params(scope, RUN_QUERY, HEADER, CACHE)
+        assert cached == got
+        if cached is not None:
+            cached["policy"] = "changed"
+    assert len(CACHE) <= server_app.QUERY_CACHE_SIZE
+    assert (query_string in CACHE) == (len(query_string) <= server_app.QUERY_CACHE_BYTES)
+
+
+CACHE: dict = {}

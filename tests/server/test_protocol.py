@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import socket
+import time
 
 import pytest
 
@@ -43,7 +44,12 @@ async def app(scope, receive, send) -> None:
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     if path == "/slow":  # the head is held until the body, however long that takes
         await asyncio.sleep(0.3)
+    if path == "/slower":  # longer than the keep-alive test's timeout
+        await asyncio.sleep(KEEP_ALIVE * 1.6)
     await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else answer})
+
+
+KEEP_ALIVE = 0.5
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +63,17 @@ def read_response(sock: socket.socket) -> tuple[bytes, bytes]:
     """Head and body of one response with a Content-Length."""
     data = b""
     while b"\r\n\r\n" not in data:
-        data += sock.recv(65536)
+        chunk = sock.recv(65536)
+        assert chunk, "the connection was closed"
+        data += chunk
     head, body = data.split(b"\r\n\r\n", 1)
     length = next(
         int(v) for k, v in (line.split(b": ", 1) for line in head.split(b"\r\n")[1:]) if k == b"content-length"
     )
     while len(body) < length:
-        body += sock.recv(65536)
+        chunk = sock.recv(65536)
+        assert chunk, "the connection was closed"
+        body += chunk
     return head, body
 
 
@@ -131,3 +141,88 @@ def test_access_lines_are_held_until_a_flush_and_none_is_lost():
         assert stream.getvalue().count("\n") == 3 + HELD_LINES + 1
     finally:
         log.removeHandler(handler)
+
+
+def test_a_held_line_reaches_the_stream_as_logger_info_writes_it_and_only_in_guard_serves_set_up():
+    from guard.server import LOG_CONFIG
+    from guard.server.app import access_line
+    from guard.server.logs import ACCESS_LOGGER, plain_handler
+
+    streams = [io.StringIO(), io.StringIO()]
+    access = logging.getLogger(ACCESS_LOGGER)
+    saved = (access.handlers[:], access.propagate, access.level, access.filters[:])
+    line = access_line("ab" * 16, 'k"\u00e9y', "POST", "/v1/run", 200, 0.0012345)
+    assert json.loads(line) == {
+        "request_id": "ab" * 16,
+        "key": 'k"\u00e9y',
+        "method": "POST",
+        "route": "/v1/run",
+        "status": 200,
+        "ms": 1.234,
+    }
+    assert line == json.dumps(json.loads(line))  # the text json.dumps makes of it
+    try:
+        for stream, held in zip(streams, (False, True)):
+            # the access logger as guard serve's LOG_CONFIG sets it up, writing to ``stream``
+            made = HeldStreamHandler(stream)
+            made.setFormatter(logging.Formatter(LOG_CONFIG["formatters"]["plain"]["format"]))
+            access.handlers[:] = [made]
+            access.propagate, access.filters[:] = LOG_CONFIG["loggers"][ACCESS_LOGGER]["propagate"], []
+            access.setLevel(LOG_CONFIG["loggers"][ACCESS_LOGGER]["level"])
+            handler = plain_handler(access)
+            assert handler is made
+            assert isinstance(handler, HeldStreamHandler)
+            for _ in range(3):
+                handler.hold(line) if held else access.info(line)
+            handler.flush()
+        assert streams[0].getvalue() == streams[1].getvalue() == (line + "\n") * 3
+        # anything that could change or divert the line: the record's own path
+        access.addFilter(lambda record: True)
+        assert plain_handler(access) is None
+        access.filters.clear()
+        access.propagate = True
+        assert plain_handler(access) is None
+        access.propagate = False
+        access.handlers[0].setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        assert plain_handler(access) is None
+        access.handlers[0].setFormatter(logging.Formatter("%(message)s"))
+        assert plain_handler(access) is access.handlers[0]
+        access.addHandler(logging.NullHandler())
+        assert plain_handler(access) is None
+    finally:
+        access.handlers[:], access.propagate, access.filters[:] = saved[0], saved[1], saved[3]
+        access.setLevel(saved[2])
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> bool:
+    sock.settimeout(within)
+    try:
+        return sock.recv(1) == b""
+    except TimeoutError:
+        return False
+
+
+def test_an_idle_connection_closes_after_the_keep_alive_timeout_and_a_busy_one_stays_open():
+    url, srv, thread = start(app, timeout_keep_alive=KEEP_ALIVE)
+    port = int(url.rsplit(":", 1)[1])
+    request = b"POST /k HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok"
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as idle:
+            idle.sendall(request)
+            read_response(idle)
+            assert not _closed_by_server(idle, KEEP_ALIVE * 0.5)  # not before the timeout
+            assert _closed_by_server(idle, KEEP_ALIVE * 4)  # and soon after it
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as busy:
+            for _ in range(6):  # 6 x 0.3 s: three timeouts' worth, never idle for one
+                busy.sendall(request)
+                _head, body = read_response(busy)
+                assert json.loads(body) == {"path": "/k", "echo": "ok"}
+                time.sleep(KEEP_ALIVE * 0.6)
+            busy.sendall(request.replace(b"/k", b"/slower"))  # a response slower than the timeout
+            _head, body = read_response(busy)
+            assert json.loads(body)["path"] == "/slower"
+            busy.sendall(request)
+            read_response(busy)
+            assert _closed_by_server(busy, KEEP_ALIVE * 4)
+    finally:
+        stop(srv, thread)
