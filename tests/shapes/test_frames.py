@@ -60,6 +60,16 @@ def _errors(report) -> list[str]:
         ("billing", "Download a PDF copy of your receipt from your account."),
         ("account", "Please do not share your password with anyone."),
         ("account", "Your account username is {username}."),
+        ("orders", "Hi {name}, we wanted to let you know your order is on its way."),
+        ("orders", "We're sorry to let you know that your order {order_id} has been cancelled."),
+        ("orders", "Your order {order_id} shipped to {address}."),
+        ("orders", "Your order {order_id} is currently in transit with {carrier}."),
+        ("orders", "The status of order {order_id} changed to {status}."),
+        ("travel", "Please quote your booking reference when you contact us."),
+        ("travel", "Please ensure your booking reference is correct."),
+        ("orders", "Please make sure your delivery address is up to date."),
+        ("orders", "You can contact us through the app any time."),
+        ("billing", "Not you? Contact us now."),
     ],
 )
 def test_the_frames_are_accepted(domain, text):
@@ -88,6 +98,14 @@ def test_the_frames_are_accepted(domain, text):
         ("billing", "I can see a payment of {amount} that reached us late on {shipped}."),
         ("billing", "I can see a payment of {amount} that probably reached us on {shipped}."),
         ("account", "Please do not share your password with anyone, as it is usually safe."),
+        ("orders", "We wanted to let you know your order is on its way and will arrive early."),
+        ("orders", "Your order {order_id} shipped to {address} yesterday."),
+        ("orders", "Your order {order_id} is currently in transit with {carrier}, two days behind."),
+        ("orders", "The status of order {order_id} changed to {status} this morning."),
+        ("travel", "Please quote your booking reference when you contact us within 14 days."),
+        ("travel", "Please ensure your booking reference is correct for at least six months."),
+        ("orders", "Please make sure your delivery address is up to date by Friday."),
+        ("billing", "Not you? Contact us now, before your card is charged again."),
     ],
 )
 def test_claims_inside_the_frames_are_refused(domain, text):
@@ -159,3 +177,21 @@ def test_a_plural_in_brackets_reads_as_the_plural_and_keeps_positions():
     assert [(t.value, t.start_pos) for t in lark] == [(t.text, t.start) for t in toks]
     # only a bare "(s)" after a letter: "(s)" alone or "(S)" stay punctuation
     assert [t.text for t in tokens("(s) item(S)")] == ["(", "s", ")", "item", "(", "s", ")"]
+
+
+def test_shipped_to_an_address_needs_its_witness_and_binds_the_address():
+    orders = load_library("orders")
+    text = "Your order {order_id} shipped to {address}."
+    report = check_template(text, orders, TYPES)
+    assert report.ok, _errors(report)
+    assert _fields(report)["address"] == ("order.delivery_address",)
+    assert [f.code for f in report.findings] == ["S205"]
+    claims = [C("order_id", "order", "id"), C("address", "order", "delivery_address")]
+    assert [f.code for f in bind(report.bindings, claims, text, report.findings)[0]] == ["S208"]
+
+
+def test_a_changed_status_binds_like_is():
+    orders = load_library("orders")
+    report = check_template("The status of order {order_id} changed to {status}.", orders, TYPES)
+    assert report.ok, _errors(report)
+    assert _fields(report) == {"order_id": ("order.id",), "status": ("order.status",)}
