@@ -21,6 +21,7 @@ from functools import reduce
 from importlib import metadata
 from itertools import chain
 from json.encoder import encode_basestring as _json_str  # json.dumps's own, with ensure_ascii=False
+from math import isfinite
 from operator import or_
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -82,9 +83,17 @@ class Prediction(NamedTuple):
     def to_json(self) -> str:
         """``json.dumps(self.to_dict(), ensure_ascii=False)``, written directly: ``guard classify`` prints one
         per input line, and building the dicts first costs it a third more."""
-        scores = ", ".join([f"{_json_str(k)}: {round(v, 4)!r}" for k, v in self.scores.items()])
-        if "n" in scores:  # nan or inf, which json spells NaN and Infinity
-            return json.dumps(self.to_dict(), ensure_ascii=False)
+        direct = self._direct_json()
+        return json.dumps(self.to_dict(), ensure_ascii=False) if direct is None else direct
+
+    def _direct_json(self) -> str | None:
+        """:meth:`to_json` without json's encoder, or None when a score is not a plain finite float (json
+        spells NaN and Infinity what repr spells nan and inf). Only the scores are checked: a label name may
+        hold an "n" ("quantity"), and checking the whole text for one sent every line to json."""
+        rounded = [round(v, 4) for v in self.scores.values()]
+        if not all(type(v) is float and isfinite(v) for v in rounded):  # a float subclass may repr otherwise
+            return None
+        scores = ", ".join([f"{_json_str(k)}: {v!r}" for k, v in zip(self.scores, rounded)])
         spans = ", ".join(
             [
                 _json_str(k)
