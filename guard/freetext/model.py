@@ -21,7 +21,6 @@ from functools import reduce
 from importlib import metadata
 from itertools import chain
 from json.encoder import encode_basestring as _json_str  # json.dumps's own, with ensure_ascii=False
-from math import isfinite
 from operator import or_
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -87,13 +86,15 @@ class Prediction(NamedTuple):
         return json.dumps(self.to_dict(), ensure_ascii=False) if direct is None else direct
 
     def _direct_json(self) -> str | None:
-        """:meth:`to_json` without json's encoder, or None when a score is not a plain finite float (json
-        spells NaN and Infinity what repr spells nan and inf). Only the scores are checked: a label name may
-        hold an "n" ("quantity"), and checking the whole text for one sent every line to json."""
-        rounded = [round(v, 4) for v in self.scores.values()]
-        if not all(type(v) is float and isfinite(v) for v in rounded):  # a float subclass may repr otherwise
+        """:meth:`to_json` without json's encoder, or None when a score is not a finite float (json writes a
+        float, a float subclass too, with ``float.__repr__``, and spells NaN and Infinity what it spells
+        nan and inf; anything else raises TypeError here). None is always safe: json then writes the line."""
+        try:
+            scores = ", ".join([f"{_json_str(k)}: {_float_repr(round(v, 4))}" for k, v in self.scores.items()])
+        except TypeError:
             return None
-        scores = ", ".join([f"{_json_str(k)}: {v!r}" for k, v in zip(self.scores, rounded)])
+        if "nan" in scores or "inf" in scores:  # a label's name may hold them too, and then json writes the line
+            return None
         spans = ", ".join(
             [
                 _json_str(k)
@@ -105,6 +106,9 @@ class Prediction(NamedTuple):
         )
         labels = ", ".join(map(_json_str, self.labels))
         return f'{{"text": {_json_str(self.text)}, "labels": [{labels}], "scores": {{{scores}}}, "spans": {{{spans}}}}}'
+
+
+_float_repr = float.__repr__
 
 
 class FreeTextClassifier:
