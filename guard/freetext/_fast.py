@@ -364,17 +364,18 @@ class _Windows(dict):
         if done < n:
             old = self._arrays
             new_cols = self.cols[done:]
-            lens = [len(c) for c in new_cols]
+            lens = list(map(len, new_cols))
             ptr = np.cumsum([self._n_cols] + lens[:-1])
             flat = np.fromiter(chain.from_iterable(new_cols), dtype=np.intp, count=sum(lens))
             rows, self._pending = self._pending, []
             evw, ext = _grown(old.evw, done, (), n), _grown(old.ext, done, (), n)
             evw[done:n], ext[done:n] = -np.inf, 0
+            xlen, slot, evidence = zip(*rows)
             found = [
                 (i, j, u)
-                for i, r in enumerate(rows, done)
-                if r[2] is not None
-                for j, u in enumerate(r[2])
+                for i, units in enumerate(evidence, done)
+                if units is not None
+                for j, u in enumerate(units)
                 if u is not None
             ]
             if found:
@@ -387,8 +388,8 @@ class _Windows(dict):
                 _grown(old.ptr, done, ptr),
                 _grown(old.lens, done, lens),
                 _grown(old.flags, done, self.flags[done:n]),
-                _grown(old.xlen, done, [r[0] for r in rows]),
-                _grown(old.slot, done, [r[1] for r in rows]),
+                _grown(old.xlen, done, xlen),
+                _grown(old.slot, done, slot),
                 evw,
                 ext,
             )
@@ -540,5 +541,5 @@ def spans_bulk(clf: Any, texts: list[str], batch: Any, codes: np.ndarray, top: i
             offsets = searched.get(i) or searched.setdefault(i, clf._offsets(text, batch.lexes[i], len(batch.lexes[i])))
             start, last = offsets[s], offsets[e - 1]
         end = last + n_last
-        out[i][labels[j]].append(Span(start, end, text[start:end]))
+        out[i][labels[j]].append(_unit(Span, (start, end, text[start:end])))  # Span(...), as for Unit
     return out

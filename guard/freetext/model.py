@@ -361,8 +361,9 @@ class FreeTextClassifier:
                     evidence[i] = _to_original(texts[i], norm[i], evidence[i])
         probs = _sigmoid(z).tolist()
         labels_all = self.labels
+        new = tuple.__new__  # Prediction(...) without its Python-level __new__, one call per text
         return [
-            Prediction(text, label_sets[code], dict(zip(labels_all, p)), ev)
+            new(Prediction, (text, label_sets[code], dict(zip(labels_all, p)), ev))
             for text, code, p, ev in zip(texts, codes.tolist(), probs, evidence)
         ]
 
