@@ -96,11 +96,14 @@ class _Windows(dict):
         self.weights = np.asarray(weights, dtype=np.float64)
         self.n_labels = self.weights.shape[1]
         self.trigrams, self.patterns = "trigrams" in groups, "patterns" in groups
+        self.bigrams = "bigrams" in groups
         #: per column, the (label, weight) pairs that can be evidence, labels in order
         self.strong: list[tuple[tuple[int, float], ...]] = [()] * len(self.weights)
         rows, labels = np.nonzero(self.weights >= MIN_EVIDENCE)
         for r, j, w in zip(rows.tolist(), labels.tolist(), self.weights[rows, labels].tolist()):
             self.strong[r] += ((j, w),)
+        #: the columns that can be evidence (those with an entry in ``strong``)
+        self.strong_cols = frozenset(rows.tolist())
         #: every ending " b x" of a known trigram "t=a b x" (each tail after a space): a trigram is looked up
         #: only for a pair whose ending is one
         self._trigram_ends = frozenset(
@@ -120,6 +123,7 @@ class _Windows(dict):
         self._alone: dict = {}
         self._ubest: dict = {}
         self._ends: dict = {}
+        self._needs: dict = {}
         none = (None,) * self.n_labels
         self.cols: list[tuple[int, ...]] = [(self.vocabulary["bias"],)]
         self.units: list[tuple[Unit | None, ...]] = [none]
@@ -161,7 +165,7 @@ class _Windows(dict):
                     if n == 3:
                         added += pcols
             # columns that cannot be evidence leave the pair's evidence as it is (their extents alone reach a)
-            same = not any(map(self.strong.__getitem__, added))
+            same = self.strong_cols.isdisjoint(added)
             n_uni = len(self._ucache[x]) if x is not EOS else 0
             units = self._evidence[i] if same else ()
             i = self._add(a, b, x, cols, n_uni, n_ub - n_uni, pattern, LONG if long else 0, units)
@@ -179,18 +183,34 @@ class _Windows(dict):
         start of a long pattern. Without them its columns are the unigram, bigram and short pattern
         columns of b x, and its evidence spans at most b x: BOS stands for the first lexeme, and
         every such window shares this id."""
-        cols = self.unigram_columns(x) if x is not EOS else ()
+        if x is EOS:
+            cols: tuple[int, ...] = ()
+        else:
+            cols = self._ucache.get(x) or self.unigram_columns(x)
         n_uni = len(cols)
-        cols += self.bigram_columns(b, x)
+        if self.bigrams:  # bigram_columns, inlined: the pair is computed for every new pair of lexemes
+            get = self.vocabulary.get
+            c = get(f"b={b.lemma} {x.lemma}")
+            if c is not None:
+                cols += (c,)
+            if b.abs != b.lemma or x.abs != x.lemma:
+                c = get(f"a={b.abs} {x.abs}")
+                if c is not None:
+                    cols += (c,)
         n_ub = len(cols)
         short: tuple = ()
         pattern: tuple = ()
         third: frozenset = frozenset()
         if self.patterns and x is not EOS and x.m[2]:
-            # lexemes often hold the same conditions, so the variants are found once per (conditions, x)
-            ends = self._ends.get((b.m[0], x))
+            # only the conditions on b that some variant ending on x asks for matter, so the variants are
+            # found once per (x, those of them b holds): most b hold none or the same few
+            need = self._needs.get(x)
+            if need is None:
+                need = self._needs[x] = frozenset(cids[-2] for _, cids in x.m[2] if len(cids) > 1)
+            key = (x, b.m[0] & need)
+            ends = self._ends.get(key)
             if ends is None:
-                ends = self._ends[(b.m[0], x)] = self._short_ends(b.m[0], x)
+                ends = self._ends[key] = self._short_ends(key[1], x)
             short, pcols, pattern, third = ends
             cols += pcols
         if len(cols) == n_uni:
@@ -205,7 +225,8 @@ class _Windows(dict):
 
     def _short_ends(self, held: frozenset[int], x: Any) -> tuple:
         """The short pattern variants ending on x whose feature is known and whose conditions on the
-        lexeme before x (holding the conditions ``held``) and on x hold, in the matcher's order, as
+        lexeme before x (holding the conditions ``held``, or at least those of them such a variant asks for)
+        and on x hold, in the matcher's order, as
         (length, the condition on the first lexeme, columns, extent); the columns and extents of those
         up to length 2 (which hold whatever the first lexeme), and the first conditions of those of 3."""
         out = []
@@ -251,7 +272,8 @@ class _Windows(dict):
         return c
 
     def bigram_columns(self, a: Any, b: Any) -> tuple[int, ...]:
-        """Columns of the bigram features of a b (computed once per pair: :meth:`_pair` caches the window)."""
+        """Columns of the bigram features of a b, in the order of ``bi_features`` (the reference of what
+        :meth:`_pair` computes inline, once per pair)."""
         if "bigrams" not in self.groups:
             return ()
         get = self.vocabulary.get
@@ -275,7 +297,7 @@ class _Windows(dict):
         tie. The unigram part starts every window of x: it is ranked once per lexeme, and its units are
         the window's when no other column can be evidence."""
         rest = cols[n_uni:]
-        more = any(map(self.strong.__getitem__, rest))
+        more = not self.strong_cols.isdisjoint(rest)
         if n_uni:
             hit = self._ubest.get(x)
             if hit is None:
@@ -342,17 +364,18 @@ class _Windows(dict):
         if done < n:
             old = self._arrays
             new_cols = self.cols[done:]
-            lens = [len(c) for c in new_cols]
+            lens = list(map(len, new_cols))
             ptr = np.cumsum([self._n_cols] + lens[:-1])
             flat = np.fromiter(chain.from_iterable(new_cols), dtype=np.intp, count=sum(lens))
             rows, self._pending = self._pending, []
             evw, ext = _grown(old.evw, done, (), n), _grown(old.ext, done, (), n)
             evw[done:n], ext[done:n] = -np.inf, 0
+            xlen, slot, evidence = zip(*rows)
             found = [
                 (i, j, u)
-                for i, r in enumerate(rows, done)
-                if r[2] is not None
-                for j, u in enumerate(r[2])
+                for i, units in enumerate(evidence, done)
+                if units is not None
+                for j, u in enumerate(units)
                 if u is not None
             ]
             if found:
@@ -365,8 +388,8 @@ class _Windows(dict):
                 _grown(old.ptr, done, ptr),
                 _grown(old.lens, done, lens),
                 _grown(old.flags, done, self.flags[done:n]),
-                _grown(old.xlen, done, [r[0] for r in rows]),
-                _grown(old.slot, done, [r[1] for r in rows]),
+                _grown(old.xlen, done, xlen),
+                _grown(old.slot, done, slot),
                 evw,
                 ext,
             )
@@ -518,5 +541,5 @@ def spans_bulk(clf: Any, texts: list[str], batch: Any, codes: np.ndarray, top: i
             offsets = searched.get(i) or searched.setdefault(i, clf._offsets(text, batch.lexes[i], len(batch.lexes[i])))
             start, last = offsets[s], offsets[e - 1]
         end = last + n_last
-        out[i][labels[j]].append(Span(start, end, text[start:end]))
+        out[i][labels[j]].append(_unit(Span, (start, end, text[start:end])))  # Span(...), as for Unit
     return out

@@ -213,12 +213,17 @@ class FastMatcher:
         #: lexeme keys -> state, shared by the lexemes that hold the same keys ("The", "the")
         self._states: dict[frozenset[str], tuple] = {}
         self._by_sat: dict[frozenset[int], tuple] = {}
+        #: per condition that is not plain: the union of its negative parts (a key of it there: it fails) and
+        #: the positive parts after the first (each must be hit), for :meth:`satisfied`
+        self._parts: dict[int, tuple[frozenset[str], tuple[frozenset[str], ...]]] = {}
         for i, cond in enumerate(self.conditions):
             positive = [keys for must, keys in cond if must]
             if not positive:
                 self.negative_only.append(i)
             for key in positive[0] if positive else ():
                 self.by_key.setdefault(key, []).append(i)
+            if i not in self.plain:
+                self._parts[i] = (frozenset().union(*(s for must, s in cond if not must)), tuple(positive[1:]))
 
     #: Variants up to this length are matched from the last token back (see :meth:`ending`).
     SHORT = 3
@@ -232,15 +237,7 @@ class FastMatcher:
         hit = self._states.get(keys)
         if hit is not None:
             return hit
-        cands = set(self.negative_only)
-        for key in keys:
-            cands.update(self.by_key.get(key, ()))
-        # a condition of one positive part holds for every lexeme that reaches it through by_key
-        plain = cands & self.plain
-        sat = frozenset(
-            i for i in cands - plain if all((not keys.isdisjoint(s)) == must for must, s in self.conditions[i])
-        )
-        sat |= plain
+        sat = self.satisfied(keys)
         state = self._by_sat.get(sat)  # the rest follows from the conditions, which many lexemes share
         if state is None:
             starts = tuple(v for c in sorted(sat) for v in self.by_first.get(c, ()))
@@ -252,6 +249,29 @@ class FastMatcher:
             self._by_sat.clear()
         self._states[keys] = state
         return state
+
+    def satisfied(self, keys: frozenset[str]) -> frozenset[int]:
+        """Ids of the conditions a lexeme holding ``keys`` satisfies: equal to :meth:`satisfied_plain` (the
+        reference), computed from the conditions ``keys`` can reach. A condition reached through ``by_key``
+        holds its first positive part; a plain one holds, any other holds unless a key of it is in one of
+        its negative parts or one of its other positive parts has none (each a set test)."""
+        cands = set(self.negative_only)
+        for key in keys:
+            cands.update(self.by_key.get(key, ()))
+        # a condition of one positive part holds for every lexeme that reaches it through by_key
+        sat = cands & self.plain
+        parts = self._parts
+        for i in cands - sat:
+            negative, positive = parts[i]
+            if keys.isdisjoint(negative) and not any(keys.isdisjoint(p) for p in positive):
+                sat.add(i)
+        return frozenset(sat)
+
+    def satisfied_plain(self, keys: frozenset[str]) -> frozenset[int]:
+        """Ids of the conditions whose every part holds for ``keys``, as the conditions define them."""
+        return frozenset(
+            i for i, cond in enumerate(self.conditions) if all((not keys.isdisjoint(s)) == must for must, s in cond)
+        )
 
     def ending(self, a: tuple, b: tuple, x: tuple) -> tuple[tuple[str, int], ...]:
         """(name, length) of the short variants matching the window a b x and ending on x."""

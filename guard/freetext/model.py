@@ -82,9 +82,19 @@ class Prediction(NamedTuple):
     def to_json(self) -> str:
         """``json.dumps(self.to_dict(), ensure_ascii=False)``, written directly: ``guard classify`` prints one
         per input line, and building the dicts first costs it a third more."""
-        scores = ", ".join([f"{_json_str(k)}: {round(v, 4)!r}" for k, v in self.scores.items()])
-        if "n" in scores:  # nan or inf, which json spells NaN and Infinity
-            return json.dumps(self.to_dict(), ensure_ascii=False)
+        direct = self._direct_json()
+        return json.dumps(self.to_dict(), ensure_ascii=False) if direct is None else direct
+
+    def _direct_json(self) -> str | None:
+        """:meth:`to_json` without json's encoder, or None when a score is not a finite float (json writes a
+        float, a float subclass too, with ``float.__repr__``, and spells NaN and Infinity what it spells
+        nan and inf; anything else raises TypeError here). None is always safe: json then writes the line."""
+        try:
+            scores = ", ".join([f"{_json_str(k)}: {_float_repr(round(v, 4))}" for k, v in self.scores.items()])
+        except TypeError:
+            return None
+        if "nan" in scores or "inf" in scores:  # a label's name may hold them too, and then json writes the line
+            return None
         spans = ", ".join(
             [
                 _json_str(k)
@@ -96,6 +106,9 @@ class Prediction(NamedTuple):
         )
         labels = ", ".join(map(_json_str, self.labels))
         return f'{{"text": {_json_str(self.text)}, "labels": [{labels}], "scores": {{{scores}}}, "spans": {{{spans}}}}}'
+
+
+_float_repr = float.__repr__
 
 
 class FreeTextClassifier:
@@ -348,8 +361,9 @@ class FreeTextClassifier:
                     evidence[i] = _to_original(texts[i], norm[i], evidence[i])
         probs = _sigmoid(z).tolist()
         labels_all = self.labels
+        new = tuple.__new__  # Prediction(...) without its Python-level __new__, one call per text
         return [
-            Prediction(text, label_sets[code], dict(zip(labels_all, p)), ev)
+            new(Prediction, (text, label_sets[code], dict(zip(labels_all, p)), ev))
             for text, code, p, ev in zip(texts, codes.tolist(), probs, evidence)
         ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import pickle
 from collections import Counter
 
@@ -155,6 +156,31 @@ def test_fast_matcher_equals_spacy_matcher(corpus_examples):
     for text, lexes in zip(texts, ling.lexes(texts)):
         fast = sorted(set(ling.matcher.find([x.m for x in lexes])))
         assert fast == sorted(ling.spacy_matches(text)), text
+
+
+def test_conditions_a_lexeme_satisfies_equal_the_plain_definition_on_the_corpus(corpus_examples):
+    """FastMatcher.satisfied (from the conditions a lexeme's keys reach) equals checking every part of every
+    condition, for every lexeme of the corpus."""
+    ling = linguistics(default_lexicon())
+    m = ling.matcher
+    lexes = {x for lx in ling.lexes([e.text for e in corpus_examples] + TEXTS) for x in lx}
+    assert len(lexes) > 1000 and any(m.satisfied(x.keys) - m.plain for x in lexes)
+    for x in lexes:
+        assert m.satisfied(x.keys) == m.satisfied_plain(x.keys) == x.m[0], x.text
+
+
+@functools.cache
+def _matcher_and_keys():
+    m = linguistics(default_lexicon()).matcher
+    return m, sorted({k for cond in m.conditions for _, keys in cond for k in keys})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_conditions_satisfied_equal_the_plain_definition_on_arbitrary_keys(data):
+    m, known = _matcher_and_keys()
+    keys = frozenset(data.draw(st.lists(st.sampled_from(known) | st.text(max_size=6), max_size=12)))
+    assert m.satisfied(keys) == m.satisfied_plain(keys)
 
 
 def test_model_fast_columns_equal_featurizer_features(corpus_examples, shipped):

@@ -151,17 +151,28 @@ def test_to_json_is_json_dumps_of_to_dict_on_the_corpus_and_odd_text(shipped, co
     preds = shipped.predict([e.text for e in corpus_examples] + odd)
     assert any(p.spans for p in preds) and any(not p.labels for p in preds)
     for p in preds:
-        assert p.to_json() == json.dumps(p.to_dict(), ensure_ascii=False)
-    # a score json writes as NaN or Infinity (never a sigmoid's) still matches
+        assert p._direct_json() == p.to_json() == json.dumps(p.to_dict(), ensure_ascii=False)  # json's encoder unused
+    # a score json writes as NaN or Infinity (never a sigmoid's), or a float subclass, still matches through json
     strange = preds[-1]._replace(scores={"causal": float("nan"), "quantity": float("inf"), "temporal": 1e-05})
+    assert strange._direct_json() is None
     assert strange.to_json() == json.dumps(strange.to_dict(), ensure_ascii=False)
+    subclass = preds[-1]._replace(scores={"causal": np.float64(0.123456), "quantity": np.float64(1e-07)})
+    assert subclass._direct_json() == subclass.to_json() == json.dumps(subclass.to_dict(), ensure_ascii=False)
+    for other in (np.float32(0.25), 1, True, None):  # not floats: json's own way, or its error
+        odd_score = preds[-1]._replace(scores={"causal": other})
+        assert odd_score._direct_json() is None
+        if isinstance(other, int):
+            assert odd_score.to_json() == json.dumps(odd_score.to_dict(), ensure_ascii=False)
+        else:
+            with pytest.raises(TypeError):
+                odd_score.to_json()
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(max_size=120), max_size=6))
 def test_to_json_is_json_dumps_of_to_dict_on_arbitrary_unicode(shipped, texts):
     for p in shipped.predict(texts):
-        assert p.to_json() == json.dumps(p.to_dict(), ensure_ascii=False)
+        assert p._direct_json() == p.to_json() == json.dumps(p.to_dict(), ensure_ascii=False)
 
 
 # --- the model card guards the load ------------------------------------------------
