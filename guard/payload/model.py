@@ -201,7 +201,7 @@ def _surrogates(payload: Payload) -> list[Problem]:
     texts: list[Any] = [payload.answer_template]
     for c in payload.claims:
         texts.extend(_CLAIM_TEXTS(c))
-    if not _SURROGATE.search("".join(map(str, texts))):
+    if not _SURROGATE.search("".join(t for t in texts if isinstance(t, str))):
         return []
     fields = [("answer_template", payload.answer_template)]
     for i, c in enumerate(payload.claims):
