@@ -1,9 +1,12 @@
-"""A claim as the shape check's binding reads it (key, entity, field, value), shared by the shapes tests."""
+"""A claim as the shape check's binding reads it (key, entity, field, value), and a report's error messages: shared by
+the shapes tests."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from guard.findings import Severity
 
 
 @dataclass(frozen=True)
@@ -12,3 +15,8 @@ class C:
     entity: str
     field: str
     value: Any = None
+
+
+def errors(report: Any) -> list[str]:
+    """The messages of a report's error findings."""
+    return [f.message for f in report.findings if f.severity is Severity.ERROR]

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from guard.findings import Severity
 from guard.shapes import bind, check_template, load_library
 from guard.shapes.sentences import tokens
 from tests.shapes.claims import C
+from tests.shapes.claims import errors as _errors
 
 TYPES = {
     "order_id": "identifier",
@@ -29,10 +29,6 @@ TYPES = {
     "shipped": "date",
     "username": "identifier",
 }
-
-
-def _errors(report) -> list[str]:
-    return [f.message for f in report.findings if f.severity is Severity.ERROR]
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from guard.findings import Severity
 from guard.shapes import bind, check_template, load_library
 from tests.shapes.claims import C
+from tests.shapes.claims import errors as _errors
 
 TYPES = {
     "order_id": "identifier",
@@ -20,10 +20,6 @@ TYPES = {
     "amt": "money",
     "status": "enum",
 }
-
-
-def _errors(report) -> list[str]:
-    return [f.message for f in report.findings if f.severity is Severity.ERROR]
 
 
 @pytest.mark.parametrize(
