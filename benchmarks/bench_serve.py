@@ -283,6 +283,54 @@ def load_avg() -> str:
     return "load average {:.2f} {:.2f} {:.2f} on {} CPUs".format(*os.getloadavg(), os.cpu_count())
 
 
+def serial_gate(url: str, seconds: float) -> None:
+    """A child of this benchmark (``--serial-gate``): serial ``Guard.run`` over ``url``; says ``ready`` once warm,
+    measures for ``seconds`` from the line its parent then sends, and prints its rate and CPU a run as JSON."""
+    gate = Guard(demo.policy(), url, domain="orders", config=CONFIG)
+    payload = demo.payloads()["answer"]
+    for _ in range(200):
+        gate.run(payload, demo.PRINCIPAL, now=demo.NOW)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    n, cpu0, t0 = 0, time.process_time(), time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        gate.run(payload, demo.PRINCIPAL, now=demo.NOW)
+        n += 1
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    gate.close()
+    print(json.dumps({"rate": n / wall, "cpu_ms": cpu / n * 1000}), flush=True)
+
+
+def _gate_child(url: str, seconds: float) -> subprocess.Popen[str]:
+    """A :func:`serial_gate` child, once it is warm."""
+    cmd = [sys.executable, __file__, "--db", url, "--serial-gate", str(seconds)]
+    child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    if child.stdout.readline().strip() != "ready":
+        raise SystemExit("a Guard.run child did not start")
+    return child
+
+
+def _go(child: subprocess.Popen[str]) -> None:
+    assert child.stdin is not None
+    child.stdin.write("go\n")
+    child.stdin.flush()
+
+
+def _gate_result(child: subprocess.Popen[str]) -> dict[str, float]:
+    out, _ = child.communicate(timeout=600)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def gates_at_once(url: str, n: int, seconds: float) -> list[dict[str, float]]:
+    """Serial ``Guard.run`` in ``n`` processes over the same seconds: the in-process figure with as many cores busy
+    running a gate as the server has workers."""
+    children = [_gate_child(url, seconds) for _ in range(n)]
+    for child in children:
+        _go(child)
+    return [_gate_result(child) for child in children]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=20_000)
@@ -291,7 +339,11 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--requests", type=int, default=20_000, help="requests between the two memory readings")
     ap.add_argument("--profile", type=Path, default=None, help="profile the workers, writing their stats here")
+    ap.add_argument("--serial-gate", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.serial_gate is not None:
+        serial_gate(args.db, args.serial_gate)
+        return
     print(f"start: {load_avg()}")
     tmp = Path(tempfile.mkdtemp())
     url = args.db or f"sqlite:///{tmp / 'records.db'}"
@@ -304,7 +356,14 @@ def main() -> None:
     sync_cpu = (time.process_time() - cpu0) / (sync_rate * (time.perf_counter() - wall0)) * 1000
     gate.close()
     print(f"Guard.run in process (serial, one core)   {sync_rate:8.0f} /s  CPU {sync_cpu:.3f} ms a run")
-    args.sync_cpu = sync_cpu
+    args.sync_cpu, args.url = sync_cpu, url
+    together = gates_at_once(url, args.workers, args.seconds)
+    args.busy_cpu = statistics.median(r["cpu_ms"] for r in together)
+    each = ", ".join(f"{r['cpu_ms']:.3f}" for r in together)
+    print(
+        f"Guard.run in {args.workers} processes at once        {sum(r['rate'] for r in together):8.0f} /s  "
+        f"CPU {args.busy_cpu:.3f} ms a run (median of {each})"
+    )
 
     async def in_process() -> None:
         async with AsyncGuard(demo.policy(), url, domain="orders", config=CONFIG) as agate:
@@ -468,6 +527,21 @@ async def over_http(base: str, payload: dict, sync_rate: float, args: argparse.N
                 f"per core by CPU time (at 64 in flight): {1000 / server_ms:.0f} /s = "
                 f"{args.sync_cpu / server_ms:.2f} x in-process Guard.run's CPU a run "
                 "(what the workers would do with a core each to themselves)"
+            )
+            print(
+                f"  the same against Guard.run in {w} processes at once (a core each busy with a gate, as the workers' "
+                f"are at saturation): {args.busy_cpu / server_ms:.2f} x"
+            )
+            side = await asyncio.to_thread(_gate_child, args.url, args.seconds)
+            cpu0 = cpu_seconds(workers)
+            _go(side)
+            rps, _p50, _p99, errors = await closed(call, 64, args.seconds)
+            same_ms = (cpu_seconds(workers) - cpu0) / (rps * args.seconds) * 1000
+            same = await asyncio.to_thread(_gate_result, side)
+            print(
+                f"  64 in flight with serial Guard.run in another process over the same seconds: workers "
+                f"{same_ms:.3f} ms a request, Guard.run {same['cpu_ms']:.3f} ms a run: "
+                f"{same['cpu_ms'] / same_ms:.2f} x (errors {errors})"
             )
         rps, p50, p99, errors = await opened(call, peak / 2, args.seconds)
         print(f"open loop at half saturation ({peak / 2:.0f} /s): p50 {p50:.2f} ms  p99 {p99:.2f} ms  errors {errors}")
