@@ -28,9 +28,9 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
+from pydantic_core import PydanticSerializationError, to_json
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
-from pydantic_core import PydanticSerializationError, to_json
 from starlette.responses import JSONResponse, Response
 
 from guard._version import __version__
