@@ -9,7 +9,12 @@ httpx client it replaced cost more than the server and set the rate) reports:
 - closed loop: 1, 16 and 64 requests kept in flight for ``--seconds`` each: requests per second, p50/p99;
 - per core: the saturated rate divided by the workers, as a share of serial in-process ``Guard.run`` (one core);
   and, since the client and the database take their share of the same cores, the workers' CPU time per request
-  (from /proc) against in-process ``Guard.run``'s CPU time per run, a per-core figure the client cannot skew;
+  (from /proc) against in-process ``Guard.run``'s CPU time per run, a per-core figure the client cannot skew
+  (neither side counts the client's or PostgreSQL's CPU). That baseline runs alone, on a machine with one core
+  busy; the workers are measured with both cores busy (two workers, the client, PostgreSQL), where the same code
+  costs more a call. So two more baselines are printed beside it, the first figure unchanged: ``Guard.run`` in
+  as many processes at once as there are workers, and ``Guard.run`` in one more process over the same seconds as
+  the server at 64 in flight (that window's workers' CPU is its own reading: the extra process loads them too);
 - open loop at half the saturated rate: requests sent on a fixed schedule, latency counted from the time each
   was due (so a stalled server cannot hide its queue), p50/p99;
 - memory: the workers' resident set before and after ``--requests`` more requests;
@@ -20,6 +25,39 @@ httpx client it replaced cost more than the server and set the rate) reports:
   metrics, JSON, ...); the profiler slows the workers, so read the shares, not the rates, of such a run.
 
 Loopback only; every loop is bounded in time or count.
+
+Measured (2026-12-07, PostgreSQL, 2 workers, 2 shared CPUs; base is main at 2a4f763, "after" branch serve17h;
+load average 3-7 throughout from other sessions):
+
+- where a worker's CPU goes (sampled: ITIMER_PROF in the workers, a harness outside the tree; and ablations,
+  each part replaced by nothing in a throwaway tree, paired against base): without the gate (a canned decision)
+  a worker spends 0.15 ms a request against 0.82 with it, so ``AsyncGuard.run`` is about 80% of it, though it
+  costs 0.29-0.40 ms in process: in the workers the same functions each take 1.5-2x their in-process time
+  (``Guard.run`` alone 0.29-0.31 ms a run; two at once 0.35-0.39; with the server saturated beside it 0.31-0.63).
+  The rest, by ablation: the 200's ``to_dict`` and JSON 7%, the gate's metrics 3%, access line and HTTP metrics
+  3%; uvicorn with a trivial app 0.04 ms a request; system calls (loopback sends to the client and PostgreSQL,
+  psycopg's reader registration per statement, the rate file's lock, the kept connection's liveness poll)
+  about a sixth, charged to their callers;
+- what changed: (1) the 200 body by ``pydantic_core.to_json`` when the decision is plain JSON (no floats,
+  ints within 64 bits, exact types; the same bytes, hypothesis tests), else the reference encoder; (2) without
+  a log the gate counts a decision from its fields (``Metrics.observe_decision``) instead of building events to
+  count: ``Guard._account`` 19-21 -> 12-14 us; (3) the kept PostgreSQL connection's cursor is used again
+  (a fresh cursor cost its set-up and a loader lookup per column): ``AsyncGuard.run`` alone 0.34-0.38 ->
+  0.31 ms;
+- paired (``serve_pair.py``, 64 in flight each, 5 s rounds, 10 rounds): workers' CPU a request this/base
+  0.997 (0.957-1.038, 6 rounds, (1) alone), 0.940 (0.876-0.996, (1)+(2)), 0.905 (0.799-0.980, all three);
+  base medians 0.94-1.11 ms, after 0.93-1.04 ms;
+- ``bench_serve.py`` after (``--seconds 5 --requests 5000``, load 5.8-6.2): ``Guard.run`` 0.285 ms alone,
+  0.364 ms two at once; ``AsyncGuard.run`` 0.293 / 0.331 ms at 1 / 16 in flight; workers 0.755 / 0.815 / 0.755 ms
+  a request at 1 / 16 / 64 in flight (1276 /s); per core by CPU time 0.38 x (0.48 x against two at once; 0.34 x
+  against one beside the saturated server, whose workers read 0.898 ms in that window); target 0.6 not met;
+  open loop at half saturation p99 48 ms; memory +0.1% over 5,000 requests; no errors;
+- tried, not kept: pool_size 3 (this/base 1.134) or 32 (0.943: no semaphore wait, but 64 backends a server);
+  the workers pinned a core each (``sched_setaffinity``; 0.903 and 0.966 in two runs: too unsteady to make a
+  default); ``model_validate_json`` on the raw payload (6.1 against 4.7 + 6.5 us for parse and validate, about
+  1% of a request, and its errors differ); not tried: a psycopg wait that keeps the socket's reader registered
+  between statements (registering and removing it costs ~8 us a statement in a micro-benchmark, but the driver
+  may close and reuse the descriptor under it).
 
 Measured (2026-12-07, PostgreSQL, 2 workers, 2 shared CPUs; base is main at 6735ac0, "after" branch serve17g;
 other sessions kept the load average at 1.7-5.1, so only same-run ratios mean much):
