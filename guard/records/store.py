@@ -1249,7 +1249,7 @@ class AsyncRecordStore(RecordStore):
 
         conn = fairy.dbapi_connection
         driver = conn.driver_connection
-        kept = fairy.info.get(_CURSOR)
+        kept = fairy.info.pop(_CURSOR, None)  # back only after a statement that succeeded (not one cut short)
         cur = kept[1] if kept is not None and kept[0] is driver and not kept[1].closed else None
         try:
             if cur is None:
@@ -1260,7 +1260,6 @@ class AsyncRecordStore(RecordStore):
             fairy.info[_CURSOR] = (driver, cur)
             return rows
         except self._dbapi_error as exc:
-            fairy.info.pop(_CURSOR, None)
             disconnect = self.engine.dialect.is_disconnect(cast(Any, exc), conn, cur)
             if disconnect:
                 await greenlet_spawn(fairy.invalidate, exc)

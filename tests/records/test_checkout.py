@@ -10,6 +10,7 @@ import time
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.util import greenlet_spawn
 
 from guard import demo
 from guard.decision import Action
@@ -259,5 +260,15 @@ def test_the_asyncio_store_reads_with_one_cursor_a_connection_and_drops_one_that
             again = await run(agate, "answer")
             assert again.to_dict() | {"request_id": ""} == first.to_dict() | {"request_id": ""}
             assert store._held[0][0].info[store_module._CURSOR][1] is not cursor
+            # a statement cut short (the request's time limit cancels the task) leaves no cursor behind either
+            fairy, _since = store._held.pop()
+            cut = asyncio.create_task(store._aexecute(fairy, "SELECT pg_sleep(5)", None))
+            await asyncio.sleep(0.3)
+            cut.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await cut
+            assert store_module._CURSOR not in fairy.info
+            await greenlet_spawn(fairy.invalidate)
+            assert (await run(agate, "answer")).action is Action.ANSWER
 
     asyncio.run(scenario())
