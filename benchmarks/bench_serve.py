@@ -45,13 +45,14 @@ load average 3-7 throughout from other sessions):
   (a fresh cursor cost its set-up and a loader lookup per column): ``AsyncGuard.run`` alone 0.34-0.38 ->
   0.31 ms;
 - paired (``serve_pair.py``, 64 in flight each, 5 s rounds, 10 rounds): workers' CPU a request this/base
-  0.997 (0.957-1.038, 6 rounds, (1) alone), 0.940 (0.876-0.996, (1)+(2)), 0.905 (0.799-0.980, all three);
-  base medians 0.94-1.11 ms, after 0.93-1.04 ms;
-- ``bench_serve.py`` after (``--seconds 5 --requests 5000``, load 5.8-6.2): ``Guard.run`` 0.285 ms alone,
-  0.364 ms two at once; ``AsyncGuard.run`` 0.293 / 0.331 ms at 1 / 16 in flight; workers 0.755 / 0.815 / 0.755 ms
-  a request at 1 / 16 / 64 in flight (1276 /s); per core by CPU time 0.38 x (0.48 x against two at once; 0.34 x
-  against one beside the saturated server, whose workers read 0.898 ms in that window); target 0.6 not met;
-  open loop at half saturation p99 48 ms; memory +0.1% over 5,000 requests; no errors;
+  0.997 (0.957-1.038, 6 rounds, (1) alone), 0.940 (0.876-0.996, (1)+(2)), 0.905 (0.799-0.980, all three) and
+  0.878 (0.799-0.992, all three, load 5.3-7.3); base medians 0.94-1.18 ms, after 0.93-1.04 ms;
+- ``bench_serve.py`` after, twice (``--seconds 5 --requests 5000``; load 5.8-6.2, then 7.1-7.9): ``Guard.run``
+  0.285 / 0.321 ms alone, 0.364 / 0.336 ms two at once; ``AsyncGuard.run`` at 1 in flight 0.293 / 0.332 ms;
+  workers at 64 in flight 0.755 / 1.076 ms a request (1276 / 548 /s); per core by CPU time 0.38 / 0.30 x
+  (against two at once 0.48 / 0.31 x; against one beside the saturated server 0.34 / 0.47 x, whose workers
+  read 0.898 / 1.032 ms in that window): target 0.6 not met by any of the three; open loop at half saturation
+  p99 48 / 104 ms; memory +0.1% / +0.0% over 5,000 requests; no errors;
 - tried, not kept: pool_size 3 (this/base 1.134) or 32 (0.943: no semaphore wait, but 64 backends a server);
   the workers pinned a core each (``sched_setaffinity``; 0.903 and 0.966 in two runs: too unsteady to make a
   default); ``model_validate_json`` on the raw payload (6.1 against 4.7 + 6.5 us for parse and validate, about
