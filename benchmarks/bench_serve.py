@@ -9,7 +9,12 @@ httpx client it replaced cost more than the server and set the rate) reports:
 - closed loop: 1, 16 and 64 requests kept in flight for ``--seconds`` each: requests per second, p50/p99;
 - per core: the saturated rate divided by the workers, as a share of serial in-process ``Guard.run`` (one core);
   and, since the client and the database take their share of the same cores, the workers' CPU time per request
-  (from /proc) against in-process ``Guard.run``'s CPU time per run, a per-core figure the client cannot skew;
+  (from /proc) against in-process ``Guard.run``'s CPU time per run, a per-core figure the client cannot skew
+  (neither side counts the client's or PostgreSQL's CPU). That baseline runs alone, on a machine with one core
+  busy; the workers are measured with both cores busy (two workers, the client, PostgreSQL), where the same code
+  costs more a call. So two more baselines are printed beside it, the first figure unchanged: ``Guard.run`` in
+  as many processes at once as there are workers, and ``Guard.run`` in one more process over the same seconds as
+  the server at 64 in flight (that window's workers' CPU is its own reading: the extra process loads them too);
 - open loop at half the saturated rate: requests sent on a fixed schedule, latency counted from the time each
   was due (so a stalled server cannot hide its queue), p50/p99;
 - memory: the workers' resident set before and after ``--requests`` more requests;
@@ -20,6 +25,40 @@ httpx client it replaced cost more than the server and set the rate) reports:
   metrics, JSON, ...); the profiler slows the workers, so read the shares, not the rates, of such a run.
 
 Loopback only; every loop is bounded in time or count.
+
+Measured (2026-12-07, PostgreSQL, 2 workers, 2 shared CPUs; base is main at 2a4f763, "after" branch serve17h;
+load average 3-7 throughout from other sessions):
+
+- where a worker's CPU goes (sampled: ITIMER_PROF in the workers, a harness outside the tree; and ablations,
+  each part replaced by nothing in a throwaway tree, paired against base): without the gate (a canned decision)
+  a worker spends 0.15 ms a request against 0.82 with it, so ``AsyncGuard.run`` is about 80% of it, though it
+  costs 0.29-0.40 ms in process: in the workers the same functions each take 1.5-2x their in-process time
+  (``Guard.run`` alone 0.29-0.31 ms a run; two at once 0.35-0.39; with the server saturated beside it 0.31-0.63).
+  The rest, by ablation: the 200's ``to_dict`` and JSON 7%, the gate's metrics 3%, access line and HTTP metrics
+  3%; uvicorn with a trivial app 0.04 ms a request; system calls (loopback sends to the client and PostgreSQL,
+  psycopg's reader registration per statement, the rate file's lock, the kept connection's liveness poll)
+  about a sixth, charged to their callers;
+- what changed: (1) the 200 body by ``pydantic_core.to_json`` when the decision is plain JSON (no floats,
+  ints within 64 bits, exact types; the same bytes, hypothesis tests), else the reference encoder; (2) without
+  a log the gate counts a decision from its fields (``Metrics.observe_decision``) instead of building events to
+  count: ``Guard._account`` 19-21 -> 12-14 us; (3) the kept PostgreSQL connection's cursor is used again
+  (a fresh cursor cost its set-up and a loader lookup per column): ``AsyncGuard.run`` alone 0.34-0.38 ->
+  0.31 ms;
+- paired (``serve_pair.py``, 64 in flight each, 5 s rounds, 10 rounds): workers' CPU a request this/base
+  0.997 (0.957-1.038, 6 rounds, (1) alone), 0.940 (0.876-0.996, (1)+(2)), 0.905 (0.799-0.980, all three) and
+  0.878 (0.799-0.992, all three, load 5.3-7.3); base medians 0.94-1.18 ms, after 0.93-1.04 ms;
+- ``bench_serve.py`` after, twice (``--seconds 5 --requests 5000``; load 5.8-6.2, then 7.1-7.9): ``Guard.run``
+  0.285 / 0.321 ms alone, 0.364 / 0.336 ms two at once; ``AsyncGuard.run`` at 1 in flight 0.293 / 0.332 ms;
+  workers at 64 in flight 0.755 / 1.076 ms a request (1276 / 548 /s); per core by CPU time 0.38 / 0.30 x
+  (against two at once 0.48 / 0.31 x; against one beside the saturated server 0.34 / 0.47 x, whose workers
+  read 0.898 / 1.032 ms in that window): target 0.6 not met by any of the three; open loop at half saturation
+  p99 48 / 104 ms; memory +0.1% / +0.0% over 5,000 requests; no errors;
+- tried, not kept: pool_size 3 (this/base 1.134) or 32 (0.943: no semaphore wait, but 64 backends a server);
+  the workers pinned a core each (``sched_setaffinity``; 0.903 and 0.966 in two runs: too unsteady to make a
+  default); ``model_validate_json`` on the raw payload (6.1 against 4.7 + 6.5 us for parse and validate, about
+  1% of a request, and its errors differ); not tried: a psycopg wait that keeps the socket's reader registered
+  between statements (registering and removing it costs ~8 us a statement in a micro-benchmark, but the driver
+  may close and reuse the descriptor under it).
 
 Measured (2026-12-07, PostgreSQL, 2 workers, 2 shared CPUs; base is main at 6735ac0, "after" branch serve17g;
 other sessions kept the load average at 1.7-5.1, so only same-run ratios mean much):
@@ -283,6 +322,54 @@ def load_avg() -> str:
     return "load average {:.2f} {:.2f} {:.2f} on {} CPUs".format(*os.getloadavg(), os.cpu_count())
 
 
+def serial_gate(url: str, seconds: float) -> None:
+    """A child of this benchmark (``--serial-gate``): serial ``Guard.run`` over ``url``; says ``ready`` once warm,
+    measures for ``seconds`` from the line its parent then sends, and prints its rate and CPU a run as JSON."""
+    gate = Guard(demo.policy(), url, domain="orders", config=CONFIG)
+    payload = demo.payloads()["answer"]
+    for _ in range(200):
+        gate.run(payload, demo.PRINCIPAL, now=demo.NOW)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    n, cpu0, t0 = 0, time.process_time(), time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        gate.run(payload, demo.PRINCIPAL, now=demo.NOW)
+        n += 1
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    gate.close()
+    print(json.dumps({"rate": n / wall, "cpu_ms": cpu / n * 1000}), flush=True)
+
+
+def _gate_child(url: str, seconds: float) -> subprocess.Popen[str]:
+    """A :func:`serial_gate` child, once it is warm."""
+    cmd = [sys.executable, __file__, "--db", url, "--serial-gate", str(seconds)]
+    child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    if child.stdout.readline().strip() != "ready":
+        raise SystemExit("a Guard.run child did not start")
+    return child
+
+
+def _go(child: subprocess.Popen[str]) -> None:
+    assert child.stdin is not None
+    child.stdin.write("go\n")
+    child.stdin.flush()
+
+
+def _gate_result(child: subprocess.Popen[str]) -> dict[str, float]:
+    out, _ = child.communicate(timeout=600)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def gates_at_once(url: str, n: int, seconds: float) -> list[dict[str, float]]:
+    """Serial ``Guard.run`` in ``n`` processes over the same seconds: the in-process figure with as many cores busy
+    running a gate as the server has workers."""
+    children = [_gate_child(url, seconds) for _ in range(n)]
+    for child in children:
+        _go(child)
+    return [_gate_result(child) for child in children]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=20_000)
@@ -291,7 +378,11 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--requests", type=int, default=20_000, help="requests between the two memory readings")
     ap.add_argument("--profile", type=Path, default=None, help="profile the workers, writing their stats here")
+    ap.add_argument("--serial-gate", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.serial_gate is not None:
+        serial_gate(args.db, args.serial_gate)
+        return
     print(f"start: {load_avg()}")
     tmp = Path(tempfile.mkdtemp())
     url = args.db or f"sqlite:///{tmp / 'records.db'}"
@@ -304,7 +395,14 @@ def main() -> None:
     sync_cpu = (time.process_time() - cpu0) / (sync_rate * (time.perf_counter() - wall0)) * 1000
     gate.close()
     print(f"Guard.run in process (serial, one core)   {sync_rate:8.0f} /s  CPU {sync_cpu:.3f} ms a run")
-    args.sync_cpu = sync_cpu
+    args.sync_cpu, args.url = sync_cpu, url
+    together = gates_at_once(url, args.workers, args.seconds)
+    args.busy_cpu = statistics.median(r["cpu_ms"] for r in together)
+    each = ", ".join(f"{r['cpu_ms']:.3f}" for r in together)
+    print(
+        f"Guard.run in {args.workers} processes at once        {sum(r['rate'] for r in together):8.0f} /s  "
+        f"CPU {args.busy_cpu:.3f} ms a run (median of {each})"
+    )
 
     async def in_process() -> None:
         async with AsyncGuard(demo.policy(), url, domain="orders", config=CONFIG) as agate:
@@ -468,6 +566,21 @@ async def over_http(base: str, payload: dict, sync_rate: float, args: argparse.N
                 f"per core by CPU time (at 64 in flight): {1000 / server_ms:.0f} /s = "
                 f"{args.sync_cpu / server_ms:.2f} x in-process Guard.run's CPU a run "
                 "(what the workers would do with a core each to themselves)"
+            )
+            print(
+                f"  the same against Guard.run in {w} processes at once (a core each busy with a gate, as the workers' "
+                f"are at saturation): {args.busy_cpu / server_ms:.2f} x"
+            )
+            side = await asyncio.to_thread(_gate_child, args.url, args.seconds)
+            cpu0 = cpu_seconds(workers)
+            _go(side)
+            rps, _p50, _p99, errors = await closed(call, 64, args.seconds)
+            same_ms = (cpu_seconds(workers) - cpu0) / (rps * args.seconds) * 1000
+            same = await asyncio.to_thread(_gate_result, side)
+            print(
+                f"  64 in flight with serial Guard.run in another process over the same seconds: workers "
+                f"{same_ms:.3f} ms a request, Guard.run {same['cpu_ms']:.3f} ms a run: "
+                f"{same['cpu_ms'] / same_ms:.2f} x (errors {errors})"
             )
         rps, p50, p99, errors = await opened(call, peak / 2, args.seconds)
         print(f"open loop at half saturation ({peak / 2:.0f} /s): p50 {p50:.2f} ms  p99 {p99:.2f} ms  errors {errors}")

@@ -646,13 +646,16 @@ class Guard:
         """
         if self.log is None and self.metrics is None:
             return []
+        latency_ms = (time.perf_counter() - t0) * 1000
+        if self.log is None and self._count_directly(decision, p, lint, latency_ms):
+            return []
         events = _events(
             decision,
             p,
             lint,
             domain=self.domain,
             principal=principal,
-            latency_ms=(time.perf_counter() - t0) * 1000,
+            latency_ms=latency_ms,
             log_payload=self.log_payloads and self.log is not None,
             include_values=bool(getattr(self.log, "include_values", False)),
         )
@@ -676,6 +679,45 @@ class Guard:
                 RuntimeWarning,
                 stacklevel=3,
             )
+
+    def _count_directly(self, decision: Decision, p: Payload, lint: LintResult, latency_ms: float) -> bool:
+        """Without a log, count the decision from its fields (``Metrics.observe_decision``) rather than from the
+        events :func:`_events` would build for :meth:`_count` only; the same labels and values (the claims' through
+        :meth:`_metric_labels`'s rule). False when the metrics object cannot (not guard's, or a subclass with its
+        own ``observe``): the caller then feeds it the events."""
+        from guard.linting.ratio import measure
+
+        observe = getattr(self.metrics, "observe_decision", None)
+        if observe is None:
+            return False
+        policy = self.policy
+        claims = []
+        for r in decision.results:
+            entity, name = r.entity, r.field
+            if policy.field(entity, name) is None:
+                entity, name = (entity if entity in policy.entities else UNLISTED), UNLISTED
+            claims.append((entity, name, r.status.value, round(r.latency_ms, 3)))
+        ratio = lint.measures.get("ratio") or measure(p.answer_template)
+        per_slot = ratio.prose_per_slot
+        try:
+            return bool(
+                observe(
+                    self.domain,
+                    claims,
+                    decision.action.value,
+                    [f.code for f in (*decision.findings, *decision.warnings)],
+                    None if per_slot == float("inf") else round(per_slot, 3),
+                    round(latency_ms, 3),
+                    _stage_ms(lint, decision),
+                )
+            )
+        except Exception as exc:  # as _count: prometheus_client's files
+            warnings.warn(
+                f"guard could not count the decision in its metrics ({type(exc).__name__}: {exc})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return True
 
     def _log_failed(self, failed: Exception | None) -> None:
         """Count and report a log write that failed; the decision is returned all the same."""

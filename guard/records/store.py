@@ -422,6 +422,11 @@ _RETURNED = "guard.returned"
 _USED = "guard.used"
 """``record.info`` key: when :class:`AsyncRecordStore` last read on a connection it keeps out of the pool."""
 
+_CURSOR = "guard.cursor"
+"""``record.info`` key: the psycopg cursor :class:`AsyncRecordStore` reads with on that connection, kept with the
+driver connection it belongs to. Used again for the next statement: a new cursor cost its own set-up and, in its
+fresh ``Transformer``, a loader lookup per column of every result (together more than the cursor's use)."""
+
 HOLD = 60.0
 """Seconds :class:`AsyncRecordStore` may keep a connection it checked out for reads after the first, before it goes
 back through the pool (whose checkout recycles an old one and pings one that was idle)."""
@@ -1243,13 +1248,16 @@ class AsyncRecordStore(RecordStore):
         from sqlalchemy.util import greenlet_spawn
 
         conn = fairy.dbapi_connection
-        cur = None
+        driver = conn.driver_connection
+        kept = fairy.info.pop(_CURSOR, None)  # back only after a statement that succeeded (not one cut short)
+        cur = kept[1] if kept is not None and kept[0] is driver and not kept[1].closed else None
         try:
-            cur = conn.driver_connection.cursor()
+            if cur is None:
+                cur = driver.cursor()
             with WATCHDOG.watching(conn, self.statement_timeout + DEADLINE_MARGIN):
                 await cur.execute(sql, params)
                 rows: Sequence[Any] = await cur.fetchall()
-            await cur.close()
+            fairy.info[_CURSOR] = (driver, cur)
             return rows
         except self._dbapi_error as exc:
             disconnect = self.engine.dialect.is_disconnect(cast(Any, exc), conn, cur)

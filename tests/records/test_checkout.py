@@ -10,6 +10,7 @@ import time
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.util import greenlet_spawn
 
 from guard import demo
 from guard.decision import Action
@@ -234,3 +235,40 @@ def test_a_connection_kept_between_reads_is_judged_idle_from_its_last_read(pg_ur
         assert last_query(pid) == "SELECT 2"
     finally:
         store.close()
+
+
+def test_the_asyncio_store_reads_with_one_cursor_a_connection_and_drops_one_that_failed(pg_url):
+    """The kept connection's cursor is used again for every read (a new one cost more than the statement's own
+    driver work); a statement that fails leaves no cursor behind, and the next read makes a fresh one."""
+
+    def run(agate, kind):
+        return agate.run(demo.payloads()[kind], demo.PRINCIPAL, now=demo.NOW)
+
+    async def scenario():
+        store = AsyncRecordStore(pg_url, demo.policy(), pool_size=1)
+        async with AsyncGuard(store.policy, store, domain="orders", config=CONFIG) as agate:
+            first = await run(agate, "answer")
+            ((fairy, _since),) = store._held
+            driver, cursor = fairy.info[store_module._CURSOR]
+            assert driver is fairy.dbapi_connection.driver_connection
+            for kind in ("refuse", "regenerate", "answer"):
+                await run(agate, kind)
+            assert store._held[0][0].info[store_module._CURSOR][1] is cursor
+            with pytest.raises(store_module._DriverError):
+                await store._aexecute(fairy, "SELECT 1 / 0", None)
+            assert store_module._CURSOR not in fairy.info
+            again = await run(agate, "answer")
+            assert again.to_dict() | {"request_id": ""} == first.to_dict() | {"request_id": ""}
+            assert store._held[0][0].info[store_module._CURSOR][1] is not cursor
+            # a statement cut short (the request's time limit cancels the task) leaves no cursor behind either
+            fairy, _since = store._held.pop()
+            cut = asyncio.create_task(store._aexecute(fairy, "SELECT pg_sleep(5)", None))
+            await asyncio.sleep(0.3)
+            cut.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await cut
+            assert store_module._CURSOR not in fairy.info
+            await greenlet_spawn(fairy.invalidate)
+            assert (await run(agate, "answer")).action is Action.ANSWER
+
+    asyncio.run(scenario())
