@@ -111,6 +111,80 @@ class Prediction(NamedTuple):
 _float_repr = float.__repr__
 
 
+def json_lines(predictions: Sequence[Prediction]) -> list[str]:
+    """``[p.to_json() for p in predictions]``, with every score rounded and printed at once: ``guard classify``
+    prints a line per input line, and ``round(v, 4)`` and ``float.__repr__`` (a correctly rounded decimal
+    conversion each) cost a line more than the rest of it. Predictions whose scores are not all floats
+    under the first one's label names take :meth:`Prediction.to_json` itself."""
+    if not predictions:
+        return []
+    names = tuple(predictions[0].scores)
+    values = [v for p in predictions for v in p.scores.values()]
+    if (
+        not names
+        or len(values) != len(names) * len(predictions)
+        or set(map(type, values)) != {float}
+        or any(tuple(p.scores) != names for p in predictions)
+    ):
+        return [p.to_json() for p in predictions]
+    shown = _rounded_reprs(np.array(values, dtype=np.float64), values)
+    if shown is None:
+        return [p.to_json() for p in predictions]
+    scores = ", ".join([_json_str(k).replace("%", "%%") + ": %s" for k in names])
+    rows = zip(*[iter(shown)] * len(names))
+    label_json = _LABEL_JSON
+    out = []
+    for p, row in zip(predictions, rows):
+        labels = label_json.get(p.labels)
+        if labels is None:
+            labels = ", ".join(map(_json_str, p.labels))
+            if len(label_json) < 256:
+                label_json[p.labels] = labels
+        spans = (
+            ", ".join(
+                [
+                    _json_str(k)
+                    + ": ["
+                    + ", ".join([f'{{"start": {s.start}, "end": {s.end}, "text": {_json_str(s.text)}}}' for s in v])
+                    + "]"
+                    for k, v in p.spans.items()
+                ]
+            )
+            if p.spans
+            else ""
+        )
+        out.append(
+            f'{{"text": {_json_str(p.text)}, "labels": [{labels}], "scores": {{{scores % row}}}, "spans": {{{spans}}}}}'
+        )
+    return out
+
+
+#: JSON of the label tuples seen (a handful per model: one per combination of labels).
+_LABEL_JSON: dict[tuple[str, ...], str] = {}
+_TEN_THOUSANDTHS: list[str] = []
+
+
+def _rounded_reprs(x: np.ndarray, values: list[float]) -> list[str] | None:
+    """``float.__repr__(round(v, 4))`` of every value, or None unless all lie in [0, 1] (probabilities).
+
+    ``round(v, 4)`` is the double nearest to the decimal k/10,000, k the exact v * 10,000 rounded half to
+    even; ``k / 10000`` is that double too. The product v * 10000.0 is off the exact one by under 2e-12, so
+    k is its nearest integer unless it lies within 1e-9 of a half: those few are rounded by ``round``."""
+    if not len(x) or not (np.all(x >= 0.0) and np.all(x <= 1.0)):
+        return None
+    if not _TEN_THOUSANDTHS:
+        _TEN_THOUSANDTHS.extend(map(_float_repr, np.arange(10001) / 10000.0))
+    y = x * 10000.0
+    low = np.floor(y)
+    frac = y - low
+    k = (low + (frac > 0.5)).astype(np.intp)
+    table = _TEN_THOUSANDTHS
+    out = [table[i] for i in k.tolist()]
+    for i in np.flatnonzero(np.abs(frac - 0.5) < 1e-9).tolist():
+        out[i] = _float_repr(round(values[i], 4))
+    return out
+
+
 class FreeTextClassifier:
     """Multi-label classifier of free text: ``predict(texts)`` -> list of :class:`Prediction`.
 
