@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any, cast
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
@@ -256,6 +257,10 @@ class Linguistics:
                 self.word_classes[w] = self.word_classes.get(w, ()) + (name,)
         self.cache: dict[int, Lex] = {}
         self.chunks: dict[str, tuple] = {}
+        #: chunk -> its lexemes (those of ``chunks``), and the chunks whose first token texts are not empty (that
+        #: may end a special case's token pair): a text holding none of them is its chunks' lexemes in order
+        self._chunk_lexes: dict[str, list[Lex]] = {}
+        self._edges: set[str] = set()
         self._pairs: frozenset | None = None
         self._lock = threading.Lock()
         self._spacy_matcher: Any = None
@@ -418,7 +423,16 @@ class Linguistics:
         new = {c for cs in split for c in cs if c not in chunks}
         if new:
             self._new_chunks(new)
+        lexes_of = self._chunk_lexes
+        edges = self._edges
         for text, cs in zip(masked, split):
+            if edges.isdisjoint(cs):
+                # no chunk that may end a special case's pair: the chunks' lexemes in order
+                try:
+                    yield list(chain.from_iterable(map(lexes_of.__getitem__, cs)))
+                    continue
+                except KeyError:  # a chunk dropped when the cache started afresh
+                    pass
             out: list[Lex] = []
             prev = None
             for c in cs:
@@ -439,7 +453,7 @@ class Linguistics:
         have them, and only one holding a token of a special case that splits its text otherwise is
         tokenized again without special cases (for the others that gives the same tokens)."""
         if len(self.chunks) + len(new) > 500_000:
-            self.chunks.clear()
+            self._drop_chunks()
         order = list(new)
         groups = self._glued(self.tokenizer, order)
         right, left = self._right_t, self._left_t
@@ -451,9 +465,10 @@ class Linguistics:
         special = self._special_orths
         redo = [k for k in edge if not special.isdisjoint(groups[k])]
         bare = dict(zip(redo, self._glued(self._bare, [order[k] for k in redo]) or [])) if redo else {}
-        make, chunks, strings = self.lex, self.chunks, self.strings
+        make, chunks, strings, lexes_of = self.lex, self.chunks, self.strings, self._chunk_lexes
         for c, orths in zip(order, groups):
-            chunks[c] = ([x for x in map(make, orths) if not x.space], (), ())
+            lexes = lexes_of[c] = [x for x in map(make, orths) if not x.space]
+            chunks[c] = (lexes, (), ())
         for k in edge:
             toks = groups[k]
             if k not in bare and not special.isdisjoint(toks):  # never seen, as above
@@ -464,6 +479,8 @@ class Linguistics:
             last = tuple({strings[toks[-1]], strings[b[-1]]} & self._left)
             if first or last:
                 chunks[order[k]] = (chunks[order[k]][0], first, last)
+            if first:
+                self._edges.add(order[k])
 
     #: Between chunks tokenized together: a second space is a token of its own, across which no special
     #: case matches (the only special cases holding whitespace are single whitespace characters).
@@ -492,14 +509,23 @@ class Linguistics:
         the chunk's tokens and from its tokens without special cases (spaCy matches special cases
         over those: ": ):" is ":", ")", ":" because ":)" wins over "):"); empty when none can."""
         if len(self.chunks) > 500_000:
-            self.chunks.clear()
+            self._drop_chunks()
         toks = [t.text for t in self.tokenizer(text)]
         lexes = [x for x in (self.lex(self.strings[t]) for t in toks) if not x.space]
         bare = [t.text for t in self._bare(text)]
         first = tuple({*toks[:1], *bare[:1]} & self._right)
         last = tuple({*toks[-1:], *bare[-1:]} & self._left)
         value = self.chunks[text] = (lexes, first, last)
+        self._chunk_lexes[text] = lexes
+        if first:
+            self._edges.add(text)
         return value
+
+    def _drop_chunks(self) -> None:
+        """Start the chunk cache afresh (it is bounded), with its side tables."""
+        self.chunks.clear()
+        self._chunk_lexes.clear()
+        self._edges.clear()
 
     def _special_pairs(self) -> frozenset:
         """Adjacent token pairs inside the tokenizer's multi-token special cases (their texts as the

@@ -345,25 +345,27 @@ class FreeTextClassifier:
         windows = self._windows
         if len(windows) > _Windows.LIMIT:
             windows.reset()
-        get = windows.__getitem__
-        bias = _Windows.BIAS
-        ids: list[int] = []
-        starts: list[int] = []
-        docs = []
-        for lexes in ling.fast_lexes(texts, prepared=True):
-            starts.append(len(ids))
-            docs.append(lexes)
-            seq = [BOS, BOS, *lexes, EOS]
-            ids.append(bias)
-            ids += map(get, zip(seq, seq[1:], seq[2:]))
-        ids_a = np.asarray(ids, dtype=np.intp)
-        starts_a = np.asarray(starts, dtype=np.intp)
+        docs = list(ling.fast_lexes(texts, prepared=True))
         long: dict[int, list] = {}
-        if not starts:
-            return _Batch(np.zeros((0, len(self.labels))), ids_a, starts_a, docs, long)
+        if not docs:
+            empty = np.zeros(0, dtype=np.intp)
+            return _Batch(np.zeros((0, len(self.labels))), empty, empty, docs, long)
+        # every text as EOS BOS BOS lexemes, one after the other, looked up in one pass: the window (EOS, BOS,
+        # BOS) is the bias that starts a text, and (last lexeme, EOS, BOS), between two texts, is
+        # _Windows.BETWEEN, dropped (the same ids as text by text: see _window_ids)
+        seq = [EOS]
+        pad = (BOS, BOS)
+        for lexes in docs:
+            seq += pad
+            seq += lexes
+            seq.append(EOS)
+        ids_a = np.fromiter(map(windows.__getitem__, zip(seq, seq[1:], seq[2:])), dtype=np.intp, count=len(seq) - 2)
+        if len(docs) > 1:
+            ids_a = ids_a[ids_a != _Windows.BETWEEN]
+        starts_a = np.flatnonzero(ids_a == _Windows.BIAS)
         col_starts: list[int] | np.ndarray
         if len(texts) < self.BULK:
-            cols, col_starts = self._gather_each(ids, starts, docs, long)
+            cols, col_starts = self._gather_each(ids_a.tolist(), starts_a.tolist(), docs, long)
         else:
             cols, col_starts = gather_bulk(self, ids_a, starts_a, docs, long)
         z = np.add.reduceat(self.weights[cols], col_starts, axis=0, dtype=np.float64) + self.intercept
