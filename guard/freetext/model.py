@@ -165,12 +165,13 @@ _TEN_THOUSANDTHS: list[str] = []
 
 
 def _rounded_reprs(x: np.ndarray, values: list[float]) -> list[str] | None:
-    """``float.__repr__(round(v, 4))`` of every value, or None unless all lie in [0, 1] (probabilities).
+    """``float.__repr__(round(v, 4))`` of every value, or None unless all lie in [0, 1] (probabilities; -0.0
+    not).
 
     ``round(v, 4)`` is the double nearest to the decimal k/10,000, k the exact v * 10,000 rounded half to
     even; ``k / 10000`` is that double too. The product v * 10000.0 is off the exact one by under 2e-12, so
     k is its nearest integer unless it lies within 1e-9 of a half: those few are rounded by ``round``."""
-    if not len(x) or not (np.all(x >= 0.0) and np.all(x <= 1.0)):
+    if not len(x) or not (np.all(x >= 0.0) and np.all(x <= 1.0)) or np.signbit(x).any():  # -0.0 prints "-0.0"
         return None
     if not _TEN_THOUSANDTHS:
         _TEN_THOUSANDTHS.extend(map(_float_repr, np.arange(10001) / 10000.0))
