@@ -19,7 +19,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any, cast
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
-from guard.freetext.normalize import Normalized, normalize
+from guard.freetext.normalize import _ASCII_PUNCT_RUN, _LONG_RUN, MAX_RUN, Normalized, normalize
 
 if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
@@ -86,6 +86,19 @@ def prepare(text: str) -> Normalized:
     private-use slot character as it is.
     """
     return normalize(mask_slots(text))
+
+
+def prepare_all(texts: Sequence[str]) -> list[Normalized]:
+    """``[prepare(t) for t in texts]``: an ASCII text without braces, punctuation runs or overlong runs is
+    its own prepared form, which is found without the calls (most texts of a batch are such)."""
+    unchanged = tuple.__new__
+    punct, long_run = _ASCII_PUNCT_RUN.search, _LONG_RUN.search
+    return [
+        unchanged(Normalized, (t, None, None))
+        if t.isascii() and "{" not in t and not punct(t) and (len(t) <= MAX_RUN or not long_run(t))
+        else prepare(t)
+        for t in texts
+    ]
 
 
 #: Digit tokens that name a point in time: a clock time ("6:40", "9am", "6.30pm"), a year, a day of the month.

@@ -43,6 +43,7 @@ from guard.freetext.featurize import (
     clause_features,
     linguistics,
     prepare,
+    prepare_all,
 )
 from guard.freetext.normalize import Normalized
 
@@ -394,7 +395,7 @@ class FreeTextClassifier:
         """Per-label log-odds, shape (n, n_labels)."""
         texts = _check_texts(texts)
         with self._guard():
-            return self._batch([prepare(t).text for t in texts]).z
+            return self._batch([n.text for n in prepare_all(texts)]).z
 
     def predict_proba(self, texts: Iterable[str]) -> np.ndarray:
         """Per-label probabilities, shape (n, n_labels)."""
@@ -425,7 +426,7 @@ class FreeTextClassifier:
                 gc.enable()
 
     def _predict(self, texts: list[str], spans: bool) -> list[Prediction]:
-        norm = [prepare(t) for t in texts]
+        norm = prepare_all(texts)
         prepared = [n.text for n in norm]
         batch = self._batch(prepared)
         z = batch.z
