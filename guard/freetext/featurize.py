@@ -469,27 +469,39 @@ class Linguistics:
             self._drop_chunks()
         order = list(new)
         groups = self._glued(self.tokenizer, order)
-        right, left = self._right_t, self._left_t
         if groups is None:  # never seen; the chunk by chunk way is always right
             for c in order:
                 self._chunk(c)
             return
-        edge = [k for k, c in enumerate(order) if c.startswith(right) or c.endswith(left)]
+        # c.startswith(right) or c.endswith(left), with the one-character texts (most letters end a pair
+        # text) looked up first
+        first_set, last_set, right_long, left_long = self._right, self._left, self._right_long, self._left_long
+        edge = [
+            k
+            for k, c in enumerate(order)
+            if c[-1:] in last_set or c[:1] in first_set or c.startswith(right_long) or c.endswith(left_long)
+        ]
         special = self._special_orths
         redo = [k for k in edge if not special.isdisjoint(groups[k])]
         bare = dict(zip(redo, self._glued(self._bare, [order[k] for k in redo]) or [])) if redo else {}
-        make, chunks, strings, lexes_of = self.lex, self.chunks, self.strings, self._chunk_lexes
+        make, chunks, strings, lexes_of, known = self.lex, self.chunks, self.strings, self._chunk_lexes, self.cache
         for c, orths in zip(order, groups):
             lexes = lexes_of[c] = [x for x in map(make, orths) if not x.space]
             chunks[c] = (lexes, (), ())
         for k in edge:
             toks = groups[k]
-            if k not in bare and not special.isdisjoint(toks):  # never seen, as above
-                self._chunk(order[k])
-                continue
-            b = bare.get(k, toks)
-            first = tuple({strings[toks[0]], strings[b[0]]} & self._right)
-            last = tuple({strings[toks[-1]], strings[b[-1]]} & self._left)
+            b = bare.get(k)
+            if b is None:
+                if not special.isdisjoint(toks):  # never seen, as above
+                    self._chunk(order[k])
+                    continue
+                # the chunk's own tokens, whose lexemes were just made: {t} & set is (t,) or ()
+                head, tail = (known.get(toks[0]) or make(toks[0])).text, (known.get(toks[-1]) or make(toks[-1])).text
+                first = (head,) if head in first_set else ()
+                last = (tail,) if tail in last_set else ()
+            else:
+                first = tuple({strings[toks[0]], strings[b[0]]} & first_set)
+                last = tuple({strings[toks[-1]], strings[b[-1]]} & last_set)
             if first or last:
                 chunks[order[k]] = (chunks[order[k]][0], first, last)
             if first:
@@ -587,6 +599,8 @@ class Linguistics:
         self._left, self._right = frozenset(a for a, _ in pairs), frozenset(b for _, b in pairs)
         # a chunk's first (last) token and its first (last) token without special cases both begin (end) it
         self._left_t, self._right_t = tuple(sorted(self._left)), tuple(sorted(self._right))
+        self._left_long = tuple(t for t in self._left_t if len(t) > 1)
+        self._right_long = tuple(t for t in self._right_t if len(t) > 1)
         return frozenset(pairs)
 
     def tokens(self, text: str) -> list[tuple[Lex, int, int]]:
