@@ -336,12 +336,19 @@ class Linguistics:
         elif lemma not in _AUXILIARIES and "guard_cmp" not in found and self.is_past(lower):
             found.add("guard_past")
             morph.append("m=past")
-        for key, pattern in _NUMERIC_KINDS:
-            if pattern.fullmatch(lower):
-                found.add(key)
-                morph.append(f"m={key[6:]}")
-        digit = not like_num and any(ch.isdigit() for ch in text)
-        abs_ = "#NUM" if like_num or digit else next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
+        alpha = vlex.is_alpha  # all letters: no digit, so no numeric kind (each asks for one) and no ``dig``
+        if not alpha:
+            for key, pattern in _NUMERIC_KINDS:
+                if pattern.fullmatch(lower):
+                    found.add(key)
+                    morph.append(f"m={key[6:]}")
+        digit = not like_num and not alpha and any(ch.isdigit() for ch in text)
+        if like_num or digit:
+            abs_ = "#NUM"
+        elif classes:
+            abs_ = next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
+        else:
+            abs_ = lemma
         month = lower in self.month_by_case and text[:1].isupper()
         uni = [] if lower in _HEDGE_MODALS and not month else [f"w={lower}"]
         if lemma != lower and uni:
