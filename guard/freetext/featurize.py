@@ -498,6 +498,8 @@ class Linguistics:
         for k in edge:
             toks = groups[k]
             b = bare.get(k)
+            first: tuple[str, ...]
+            last: tuple[str, ...]
             if b is None:
                 if not special.isdisjoint(toks):  # never seen, as above
                     self._chunk(order[k])
