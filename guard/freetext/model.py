@@ -352,6 +352,19 @@ class FreeTextClassifier:
         if not docs:
             empty = np.zeros(0, dtype=np.intp)
             return _Batch(np.zeros((0, len(self.labels))), empty, empty, docs, long)
+        col_starts: list[int] | np.ndarray
+        if len(texts) < self.BULK:  # text by text, in lists: numpy's cost per call outweighs a few texts' work
+            get, bias = windows.__getitem__, _Windows.BIAS
+            ids: list[int] = []
+            starts: list[int] = []
+            for lexes in docs:
+                starts.append(len(ids))
+                seq = [BOS, BOS, *lexes, EOS]
+                ids.append(bias)
+                ids += map(get, zip(seq, seq[1:], seq[2:]))
+            cols, col_starts = self._gather_each(ids, starts, docs, long)
+            z = np.add.reduceat(self.weights[cols], col_starts, axis=0, dtype=np.float64) + self.intercept
+            return _Batch(z, np.asarray(ids, dtype=np.intp), np.asarray(starts, dtype=np.intp), docs, long)
         # every text as EOS BOS BOS lexemes, one after the other, looked up in one pass: the window (EOS, BOS,
         # BOS) is the bias that starts a text, and (last lexeme, EOS, BOS), between two texts, is
         # _Windows.BETWEEN, dropped (the same ids as text by text: see _window_ids)
@@ -365,11 +378,7 @@ class FreeTextClassifier:
         if len(docs) > 1:
             ids_a = ids_a[ids_a != _Windows.BETWEEN]
         starts_a = np.flatnonzero(ids_a == _Windows.BIAS)
-        col_starts: list[int] | np.ndarray
-        if len(texts) < self.BULK:
-            cols, col_starts = self._gather_each(ids_a.tolist(), starts_a.tolist(), docs, long)
-        else:
-            cols, col_starts = gather_bulk(self, ids_a, starts_a, docs, long)
+        cols, col_starts = gather_bulk(self, ids_a, starts_a, docs, long)
         z = np.add.reduceat(self.weights[cols], col_starts, axis=0, dtype=np.float64) + self.intercept
         return _Batch(z, ids_a, starts_a, docs, long)
 
