@@ -19,6 +19,7 @@ def classify_cmd(
 ) -> None:
     """Print labels, per-label scores and evidence spans for every line (lines end at a line feed; CRLF too)."""
     from guard.cli._common import read_lines
+    from guard.cli.main import skip_teardown
     from guard.errors import OptionError
     from guard.freetext.model import load
 
@@ -29,14 +30,18 @@ def classify_cmd(
     # between batches would walk all of them again
     enabled = gc.isenabled()
     gc.disable()
+    clf = load(model)
     try:
-        _classify(lines, load(model), fmt)
+        _classify(lines, clf, fmt)
     finally:
         if enabled:
             gc.enable()
+    skip_teardown(clf)
 
 
 def _classify(lines: list[str], clf, fmt: str) -> None:
+    from guard.freetext.model import json_lines
+
     out = sys.stdout
     if fmt == "json":
         out.write("[")
@@ -46,9 +51,9 @@ def _classify(lines: list[str], clf, fmt: str) -> None:
         if fmt == "text":
             out.write("".join(_text_line(p) for p in preds))
         elif fmt == "jsonl":
-            out.write("".join([p.to_json() + "\n" for p in preds]))
+            out.write("".join([line + "\n" for line in json_lines(preds)]))
         else:
-            chunk = ",\n".join([p.to_json() for p in preds])
+            chunk = ",\n".join(json_lines(preds))
             if chunk:
                 out.write(("\n" if first else ",\n") + chunk)
                 first = False

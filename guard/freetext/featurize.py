@@ -15,10 +15,11 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any, cast
 
 from guard.freetext.lexicon import FastMatcher, Lexicon, compile_lexicon, register_extensions, spacy_matcher
-from guard.freetext.normalize import Normalized, normalize
+from guard.freetext.normalize import _ASCII_PUNCT_RUN, _LONG_RUN, MAX_RUN, Normalized, normalize
 
 if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
@@ -85,6 +86,19 @@ def prepare(text: str) -> Normalized:
     private-use slot character as it is.
     """
     return normalize(mask_slots(text))
+
+
+def prepare_all(texts: Sequence[str]) -> list[Normalized]:
+    """``[prepare(t) for t in texts]``: an ASCII text without braces, punctuation runs or overlong runs is
+    its own prepared form, which is found without the calls (most texts of a batch are such)."""
+    unchanged = tuple.__new__
+    punct, long_run = _ASCII_PUNCT_RUN.search, _LONG_RUN.search
+    return [
+        unchanged(Normalized, (t, None, None))
+        if t.isascii() and "{" not in t and not punct(t) and (len(t) <= MAX_RUN or not long_run(t))
+        else prepare(t)
+        for t in texts
+    ]
 
 
 #: Digit tokens that name a point in time: a clock time ("6:40", "9am", "6.30pm"), a year, a day of the month.
@@ -256,6 +270,10 @@ class Linguistics:
                 self.word_classes[w] = self.word_classes.get(w, ()) + (name,)
         self.cache: dict[int, Lex] = {}
         self.chunks: dict[str, tuple] = {}
+        #: chunk -> its lexemes (those of ``chunks``), and the chunks whose first token texts are not empty (that
+        #: may end a special case's token pair): a text holding none of them is its chunks' lexemes in order
+        self._chunk_lexes: dict[str, list[Lex]] = {}
+        self._edges: set[str] = set()
         self._pairs: frozenset | None = None
         self._lock = threading.Lock()
         self._spacy_matcher: Any = None
@@ -318,12 +336,19 @@ class Linguistics:
         elif lemma not in _AUXILIARIES and "guard_cmp" not in found and self.is_past(lower):
             found.add("guard_past")
             morph.append("m=past")
-        for key, pattern in _NUMERIC_KINDS:
-            if pattern.fullmatch(lower):
-                found.add(key)
-                morph.append(f"m={key[6:]}")
-        digit = not like_num and any(ch.isdigit() for ch in text)
-        abs_ = "#NUM" if like_num or digit else next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
+        alpha = vlex.is_alpha  # all letters: no digit, so no numeric kind (each asks for one) and no ``dig``
+        if not alpha:
+            for key, pattern in _NUMERIC_KINDS:
+                if pattern.fullmatch(lower):
+                    found.add(key)
+                    morph.append(f"m={key[6:]}")
+        digit = not like_num and not alpha and any(ch.isdigit() for ch in text)
+        if like_num or digit:
+            abs_ = "#NUM"
+        elif classes:
+            abs_ = next((f"#{c}" for c in self.lexicon.abstraction if c in classes), lemma)
+        else:
+            abs_ = lemma
         month = lower in self.month_by_case and text[:1].isupper()
         uni = [] if lower in _HEDGE_MODALS and not month else [f"w={lower}"]
         if lemma != lower and uni:
@@ -418,7 +443,16 @@ class Linguistics:
         new = {c for cs in split for c in cs if c not in chunks}
         if new:
             self._new_chunks(new)
+        lexes_of = self._chunk_lexes
+        edges = self._edges
         for text, cs in zip(masked, split):
+            if edges.isdisjoint(cs):
+                # no chunk that may end a special case's pair: the chunks' lexemes in order
+                try:
+                    yield list(chain.from_iterable(map(lexes_of.__getitem__, cs)))
+                    continue
+                except KeyError:  # a chunk dropped when the cache started afresh
+                    pass
             out: list[Lex] = []
             prev = None
             for c in cs:
@@ -439,31 +473,48 @@ class Linguistics:
         have them, and only one holding a token of a special case that splits its text otherwise is
         tokenized again without special cases (for the others that gives the same tokens)."""
         if len(self.chunks) + len(new) > 500_000:
-            self.chunks.clear()
+            self._drop_chunks()
         order = list(new)
         groups = self._glued(self.tokenizer, order)
-        right, left = self._right_t, self._left_t
         if groups is None:  # never seen; the chunk by chunk way is always right
             for c in order:
                 self._chunk(c)
             return
-        edge = [k for k, c in enumerate(order) if c.startswith(right) or c.endswith(left)]
+        # c.startswith(right) or c.endswith(left), with the one-character texts (most letters end a pair
+        # text) looked up first
+        first_set, last_set, right_long, left_long = self._right, self._left, self._right_long, self._left_long
+        edge = [
+            k
+            for k, c in enumerate(order)
+            if c[-1:] in last_set or c[:1] in first_set or c.startswith(right_long) or c.endswith(left_long)
+        ]
         special = self._special_orths
         redo = [k for k in edge if not special.isdisjoint(groups[k])]
         bare = dict(zip(redo, self._glued(self._bare, [order[k] for k in redo]) or [])) if redo else {}
-        make, chunks, strings = self.lex, self.chunks, self.strings
+        make, chunks, strings, lexes_of, known = self.lex, self.chunks, self.strings, self._chunk_lexes, self.cache
         for c, orths in zip(order, groups):
-            chunks[c] = ([x for x in map(make, orths) if not x.space], (), ())
+            lexes = lexes_of[c] = [x for x in map(make, orths) if not x.space]
+            chunks[c] = (lexes, (), ())
         for k in edge:
             toks = groups[k]
-            if k not in bare and not special.isdisjoint(toks):  # never seen, as above
-                self._chunk(order[k])
-                continue
-            b = bare.get(k, toks)
-            first = tuple({strings[toks[0]], strings[b[0]]} & self._right)
-            last = tuple({strings[toks[-1]], strings[b[-1]]} & self._left)
+            b = bare.get(k)
+            first: tuple[str, ...]
+            last: tuple[str, ...]
+            if b is None:
+                if not special.isdisjoint(toks):  # never seen, as above
+                    self._chunk(order[k])
+                    continue
+                # the chunk's own tokens, whose lexemes were just made: {t} & set is (t,) or ()
+                head, tail = (known.get(toks[0]) or make(toks[0])).text, (known.get(toks[-1]) or make(toks[-1])).text
+                first = (head,) if head in first_set else ()
+                last = (tail,) if tail in last_set else ()
+            else:
+                first = tuple({strings[toks[0]], strings[b[0]]} & first_set)
+                last = tuple({strings[toks[-1]], strings[b[-1]]} & last_set)
             if first or last:
                 chunks[order[k]] = (chunks[order[k]][0], first, last)
+            if first:
+                self._edges.add(order[k])
 
     #: Between chunks tokenized together: a second space is a token of its own, across which no special
     #: case matches (the only special cases holding whitespace are single whitespace characters).
@@ -492,14 +543,23 @@ class Linguistics:
         the chunk's tokens and from its tokens without special cases (spaCy matches special cases
         over those: ": ):" is ":", ")", ":" because ":)" wins over "):"); empty when none can."""
         if len(self.chunks) > 500_000:
-            self.chunks.clear()
+            self._drop_chunks()
         toks = [t.text for t in self.tokenizer(text)]
         lexes = [x for x in (self.lex(self.strings[t]) for t in toks) if not x.space]
         bare = [t.text for t in self._bare(text)]
         first = tuple({*toks[:1], *bare[:1]} & self._right)
         last = tuple({*toks[-1:], *bare[-1:]} & self._left)
         value = self.chunks[text] = (lexes, first, last)
+        self._chunk_lexes[text] = lexes
+        if first:
+            self._edges.add(text)
         return value
+
+    def _drop_chunks(self) -> None:
+        """Start the chunk cache afresh (it is bounded), with its side tables."""
+        self.chunks.clear()
+        self._chunk_lexes.clear()
+        self._edges.clear()
 
     def _special_pairs(self) -> frozenset:
         """Adjacent token pairs inside the tokenizer's multi-token special cases (their texts as the
@@ -548,6 +608,8 @@ class Linguistics:
         self._left, self._right = frozenset(a for a, _ in pairs), frozenset(b for _, b in pairs)
         # a chunk's first (last) token and its first (last) token without special cases both begin (end) it
         self._left_t, self._right_t = tuple(sorted(self._left)), tuple(sorted(self._right))
+        self._left_long = tuple(t for t in self._left_t if len(t) > 1)
+        self._right_long = tuple(t for t in self._right_t if len(t) > 1)
         return frozenset(pairs)
 
     def tokens(self, text: str) -> list[tuple[Lex, int, int]]:

@@ -216,6 +216,8 @@ class FastMatcher:
         #: per condition that is not plain: the union of its negative parts (a key of it there: it fails) and
         #: the positive parts after the first (each must be hit), for :meth:`satisfied`
         self._parts: dict[int, tuple[frozenset[str], tuple[frozenset[str], ...]]] = {}
+        #: every key some condition mentions
+        self._mentioned = frozenset(key for cond in self.conditions for _, keys in cond for key in keys)
         for i, cond in enumerate(self.conditions):
             positive = [keys for must, keys in cond if must]
             if not positive:
@@ -234,6 +236,7 @@ class FastMatcher:
         (ids of the conditions it satisfies, variants it may start, short
         variants whose last condition it satisfies, long variants it may start).
         """
+        keys = keys & self._mentioned  # the conditions read no other key: most lexemes share the few left
         hit = self._states.get(keys)
         if hit is not None:
             return hit

@@ -43,6 +43,7 @@ from guard.freetext.featurize import (
     clause_features,
     linguistics,
     prepare,
+    prepare_all,
 )
 from guard.freetext.normalize import Normalized
 
@@ -109,6 +110,81 @@ class Prediction(NamedTuple):
 
 
 _float_repr = float.__repr__
+
+
+def json_lines(predictions: Sequence[Prediction]) -> list[str]:
+    """``[p.to_json() for p in predictions]``, with every score rounded and printed at once: ``guard classify``
+    prints a line per input line, and ``round(v, 4)`` and ``float.__repr__`` (a correctly rounded decimal
+    conversion each) cost a line more than the rest of it. Predictions whose scores are not all floats
+    under the first one's label names take :meth:`Prediction.to_json` itself."""
+    if not predictions:
+        return []
+    names = tuple(predictions[0].scores)
+    values = [v for p in predictions for v in p.scores.values()]
+    if (
+        not names
+        or len(values) != len(names) * len(predictions)
+        or set(map(type, values)) != {float}
+        or any(tuple(p.scores) != names for p in predictions)
+    ):
+        return [p.to_json() for p in predictions]
+    shown = _rounded_reprs(np.array(values, dtype=np.float64), values)
+    if shown is None:
+        return [p.to_json() for p in predictions]
+    scores = ", ".join([_json_str(k).replace("%", "%%") + ": %s" for k in names])
+    rows = zip(*[iter(shown)] * len(names))
+    label_json = _LABEL_JSON
+    out = []
+    for p, row in zip(predictions, rows):
+        labels = label_json.get(p.labels)
+        if labels is None:
+            labels = ", ".join(map(_json_str, p.labels))
+            if len(label_json) < 256:
+                label_json[p.labels] = labels
+        spans = (
+            ", ".join(
+                [
+                    _json_str(k)
+                    + ": ["
+                    + ", ".join([f'{{"start": {s.start}, "end": {s.end}, "text": {_json_str(s.text)}}}' for s in v])
+                    + "]"
+                    for k, v in p.spans.items()
+                ]
+            )
+            if p.spans
+            else ""
+        )
+        out.append(
+            f'{{"text": {_json_str(p.text)}, "labels": [{labels}], "scores": {{{scores % row}}}, "spans": {{{spans}}}}}'
+        )
+    return out
+
+
+#: JSON of the label tuples seen (a handful per model: one per combination of labels).
+_LABEL_JSON: dict[tuple[str, ...], str] = {}
+_TEN_THOUSANDTHS: list[str] = []
+
+
+def _rounded_reprs(x: np.ndarray, values: list[float]) -> list[str] | None:
+    """``float.__repr__(round(v, 4))`` of every value, or None unless all lie in [0, 1] (probabilities; -0.0
+    not).
+
+    ``round(v, 4)`` is the double nearest to the decimal k/10,000, k the exact v * 10,000 rounded half to
+    even; ``k / 10000`` is that double too. The product v * 10000.0 is off the exact one by under 2e-12, so
+    k is its nearest integer unless it lies within 1e-9 of a half: those few are rounded by ``round``."""
+    if not len(x) or not (np.all(x >= 0.0) and np.all(x <= 1.0)) or np.signbit(x).any():  # -0.0 prints "-0.0"
+        return None
+    if not _TEN_THOUSANDTHS:
+        _TEN_THOUSANDTHS.extend(map(_float_repr, np.arange(10001) / 10000.0))
+    y = x * 10000.0
+    low = np.floor(y)
+    frac = y - low
+    k = (low + (frac > 0.5)).astype(np.intp)
+    table = _TEN_THOUSANDTHS
+    out = [table[i] for i in k.tolist()]
+    for i in np.flatnonzero(np.abs(frac - 0.5) < 1e-9).tolist():
+        out[i] = _float_repr(round(values[i], 4))
+    return out
 
 
 class FreeTextClassifier:
@@ -271,27 +347,38 @@ class FreeTextClassifier:
         windows = self._windows
         if len(windows) > _Windows.LIMIT:
             windows.reset()
-        get = windows.__getitem__
-        bias = _Windows.BIAS
-        ids: list[int] = []
-        starts: list[int] = []
-        docs = []
-        for lexes in ling.fast_lexes(texts, prepared=True):
-            starts.append(len(ids))
-            docs.append(lexes)
-            seq = [BOS, BOS, *lexes, EOS]
-            ids.append(bias)
-            ids += map(get, zip(seq, seq[1:], seq[2:]))
-        ids_a = np.asarray(ids, dtype=np.intp)
-        starts_a = np.asarray(starts, dtype=np.intp)
+        docs = list(ling.fast_lexes(texts, prepared=True))
         long: dict[int, list] = {}
-        if not starts:
-            return _Batch(np.zeros((0, len(self.labels))), ids_a, starts_a, docs, long)
+        if not docs:
+            empty = np.zeros(0, dtype=np.intp)
+            return _Batch(np.zeros((0, len(self.labels))), empty, empty, docs, long)
         col_starts: list[int] | np.ndarray
-        if len(texts) < self.BULK:
+        if len(texts) < self.BULK:  # text by text, in lists: numpy's cost per call outweighs a few texts' work
+            get, bias = windows.__getitem__, _Windows.BIAS
+            ids: list[int] = []
+            starts: list[int] = []
+            for lexes in docs:
+                starts.append(len(ids))
+                seq = [BOS, BOS, *lexes, EOS]
+                ids.append(bias)
+                ids += map(get, zip(seq, seq[1:], seq[2:]))
             cols, col_starts = self._gather_each(ids, starts, docs, long)
-        else:
-            cols, col_starts = gather_bulk(self, ids_a, starts_a, docs, long)
+            z = np.add.reduceat(self.weights[cols], col_starts, axis=0, dtype=np.float64) + self.intercept
+            return _Batch(z, np.asarray(ids, dtype=np.intp), np.asarray(starts, dtype=np.intp), docs, long)
+        # every text as EOS BOS BOS lexemes, one after the other, looked up in one pass: the window (EOS, BOS,
+        # BOS) is the bias that starts a text, and (last lexeme, EOS, BOS), between two texts, is
+        # _Windows.BETWEEN, dropped (the same ids as text by text: see _window_ids)
+        seq = [EOS]
+        pad = (BOS, BOS)
+        for lexes in docs:
+            seq += pad
+            seq += lexes
+            seq.append(EOS)
+        ids_a = np.fromiter(map(windows.__getitem__, zip(seq, seq[1:], seq[2:])), dtype=np.intp, count=len(seq) - 2)
+        if len(docs) > 1:
+            ids_a = ids_a[ids_a != _Windows.BETWEEN]
+        starts_a = np.flatnonzero(ids_a == _Windows.BIAS)
+        cols, col_starts = gather_bulk(self, ids_a, starts_a, docs, long)
         z = np.add.reduceat(self.weights[cols], col_starts, axis=0, dtype=np.float64) + self.intercept
         return _Batch(z, ids_a, starts_a, docs, long)
 
@@ -317,7 +404,7 @@ class FreeTextClassifier:
         """Per-label log-odds, shape (n, n_labels)."""
         texts = _check_texts(texts)
         with self._guard():
-            return self._batch([prepare(t).text for t in texts]).z
+            return self._batch([n.text for n in prepare_all(texts)]).z
 
     def predict_proba(self, texts: Iterable[str]) -> np.ndarray:
         """Per-label probabilities, shape (n, n_labels)."""
@@ -348,7 +435,7 @@ class FreeTextClassifier:
                 gc.enable()
 
     def _predict(self, texts: list[str], spans: bool) -> list[Prediction]:
-        norm = [prepare(t) for t in texts]
+        norm = prepare_all(texts)
         prepared = [n.text for n in norm]
         batch = self._batch(prepared)
         z = batch.z

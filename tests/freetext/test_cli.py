@@ -83,3 +83,37 @@ def test_classify_and_train_errors_are_messages(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert "orders.jsonl:1" in err and "Traceback" not in err
+
+
+def test_classify_as_its_own_process_prints_every_line_before_it_ends(tmp_path, capsys):
+    """A process that is ``guard classify`` ends without tearing its caches down (skip_teardown): all of
+    its output still arrives, through a pipe, and equals the in-process run's; errors keep their exit code."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    lines = [f"Order {i} arrived {i % 7} days later than the {i}th." for i in range(5000)] + ["", "Thanks."]
+    f = tmp_path / "in.txt"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["classify", str(f), "--format", "jsonl"]) == 0
+    expected = capsys.readouterr().out
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    run = [sys.executable, "-m", "guard", "classify"]
+    proc = subprocess.run([*run, str(f), "--format", "jsonl"], capture_output=True, text=True, env=env, cwd=root)
+    assert proc.returncode == 0 and proc.stderr == "" and proc.stdout == expected and len(expected) > 100_000
+    proc = subprocess.run([*run, str(tmp_path / "missing.txt")], capture_output=True, text=True, env=env, cwd=root)
+    assert proc.returncode == 1 and proc.stderr.startswith("guard: error: cannot read") and proc.stdout == ""
+
+
+def test_skip_teardown_is_only_for_the_process_that_is_the_command(tmp_path, capsys):
+    """Called in process (``main([...])``), a command that skips its teardown returns normally and keeps
+    nothing alive after main returns."""
+    from guard.cli import main as cli_main
+
+    f = tmp_path / "in.txt"
+    f.write_text("Faster than usual.\n", encoding="utf-8")
+    assert main(["classify", str(f)]) == 0
+    assert cli_main._KEPT == [] and cli_main._TEARDOWN == ["skip"]
+    assert capsys.readouterr().out.startswith("comparative\t")

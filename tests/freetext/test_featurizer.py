@@ -500,3 +500,15 @@ def test_may_is_a_month_only_when_capitalised():
     assert {"c=TIMEPOINT", "p=TEMPORAL_DATE", "w=may"} <= _feats("The shop reopens in May.")
     assert "p=TEMPORAL_DATE" in _feats("Prices rise this March.")
     assert "l=may" not in _feats("It might rain.")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_lexeme_state_depends_only_on_the_keys_conditions_mention(data):
+    """FastMatcher.state caches by the keys the conditions mention: the state of any key set holds the
+    conditions the plain definition gives, and keys no condition mentions change nothing."""
+    m, known = _matcher_and_keys()
+    keys = frozenset(data.draw(st.lists(st.sampled_from(known) | st.text(max_size=6), max_size=12)))
+    extra = frozenset(data.draw(st.lists(st.text(min_size=1, max_size=6), max_size=4))) - frozenset(known)
+    assert m.state(keys)[0] == m.satisfied_plain(keys)
+    assert m.state(keys | extra) == m.state(keys)

@@ -636,3 +636,67 @@ def test_weights_that_do_not_fit_the_vocabulary_are_refused(tmp_path, shipped):
     card_path(path).write_text(json.dumps(card))
     with pytest.raises(ModelError, match="do not fit"):
         load(path)
+
+
+def test_json_lines_equal_to_json_line_for_line_on_the_corpus_and_odd_scores(shipped, corpus_examples):
+    """``guard classify`` prints json_lines(): each line the very text of ``Prediction.to_json`` (and so of
+    ``json.dumps(to_dict())``); batches it cannot round at once go through to_json itself."""
+    from guard.freetext.model import json_lines
+
+    preds = shipped.predict([e.text for e in corpus_examples] + ['Tab\t"q" \\ \u2028 café 😀', "", "{slot}"])
+    assert json_lines(preds) == [json.dumps(p.to_dict(), ensure_ascii=False) for p in preds]
+    assert json_lines([]) == []
+    p = preds[0]
+    ties = [0.00005, 0.00015, 0.12345, 0.99995, 0.5, 0.0, 1.0, 1e-300, 5e-324, 0.0001, 0.9999499999999999]
+    odd = [p._replace(scores=dict(zip(shipped.labels, ties[k : k + 4]))) for k in range(len(ties) - 3)]
+    odd += [p._replace(scores={"causal": float("nan")}), p._replace(scores={"100%": 0.25})]
+    odd += [p._replace(scores={"causal": 2.5}), p._replace(scores={"causal": -0.0}), p._replace(scores={})]
+    odd += [p._replace(scores={"causal": np.float64(0.123456)}), p._replace(scores={"causal": 1})]
+    for group in [odd[:8], odd[8:9], odd[9:10], odd[10:11], odd[11:12], odd[12:13], odd[13:14], odd[14:], odd]:
+        assert json_lines(group) == [q.to_json() for q in group]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=40))
+def test_scores_rounded_at_once_equal_round_and_repr(values):
+    from guard.freetext.model import _rounded_reprs
+
+    assert _rounded_reprs(np.array(values), values) == [float.__repr__(round(v, 4)) for v in values]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=9999), st.sampled_from([-2, -1, 0, 1, 2]))
+def test_scores_next_to_a_half_ten_thousandth_equal_round_and_repr(k, ulps):
+    """The hard cases: values within a few units in the last place of k + 0.5 ten-thousandths."""
+    from guard.freetext.model import _rounded_reprs
+
+    v = (k + 0.5) / 10000
+    for _ in range(abs(ulps)):
+        v = np.nextafter(v, 2.0 if ulps > 0 else -1.0)
+    v = min(max(float(v), 0.0), 1.0)
+    assert _rounded_reprs(np.array([v]), [v]) == [float.__repr__(round(v, 4))]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(max_size=80), max_size=20))
+def test_json_lines_equal_to_json_on_arbitrary_unicode(shipped, texts):
+    from guard.freetext.model import json_lines
+
+    preds = shipped.predict(texts)
+    assert json_lines(preds) == [json.dumps(p.to_dict(), ensure_ascii=False) for p in preds]
+
+
+def test_a_batch_looked_up_in_one_pass_gives_the_windows_of_each_text_alone(shipped, corpus_examples):
+    """_batch lays a batch's texts out in one sequence; its window ids and starts equal those of each text
+    looked up alone (_window_ids, the reference), empty texts and texts of one chunk included."""
+    from guard.freetext.featurize import prepare
+
+    texts = ["", "Faster.", "   "] + [e.text for e in corpus_examples[:200]] + ["", "{x}", "a b c"]
+    ling = shipped.prepare()
+    with shipped._guard():
+        for group in (texts, texts[:1], texts[1:2], texts[:3]):
+            prepared = [prepare(t).text for t in group]
+            batch = shipped._batch(prepared)
+            alone = [shipped._window_ids(lexes) for lexes in ling.fast_lexes(prepared, prepared=True)]
+            assert batch.ids.tolist() == [i for ids in alone for i in ids]
+            assert batch.starts.tolist() == list(np.cumsum([0] + [len(ids) for ids in alone[:-1]])) if alone else []
