@@ -365,6 +365,17 @@ class _Analysis:
             elif isinstance(ch, Tree) and ch.data == "predicate":
                 self.predicate(ch, ents, head)
 
+    def on_intro_line(self, node: Tree[Any]) -> None:
+        """The labelled values after an intro ("Here are the details for order {id}: status {status}") bind as a
+        label line's do; the intro before them binds as any other part."""
+        for ch in node.children:
+            if isinstance(ch, Tree) and ch.data not in ("label", "summary"):
+                self.walk(ch)
+            elif isinstance(ch, Token) and ch.type in _TERMINAL_TYPES:
+                self.use(ch, (), "")
+        if any(isinstance(ch, Tree) and ch.data == "label" for ch in node.children):
+            self.on_label_line(node)
+
     def on_statement_rule(self, node: Tree[Any], meta: RuleMeta) -> set[str]:
         ents: set[str] | None = None
         for sub in node.iter_subtrees_topdown():

@@ -32,6 +32,7 @@ SENTENCE_CLASSES = (
     "ack",
     "hedge",
     "procedure",
+    "heading",
     "lead",
     "state_tail",
 )
@@ -171,6 +172,9 @@ class Lexicon(_Model):
     """Openers of a statement that add no claim of their own ("I can confirm that", "According to our records,")."""
     procedure: Phrases = Field(default_factory=list)
     """Procedural sentences the organisation approves, written out in full: a list it owns."""
+    heading: Phrases = Field(default_factory=list)
+    """Headings over a table or a block of a message ("Order details", "Price"): words that assert nothing. An
+    attribute name or a noun of the domain is a heading already."""
 
     @field_validator("classes")
     @classmethod

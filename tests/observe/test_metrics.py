@@ -220,7 +220,7 @@ def test_claim_events_counted_by_observe_many_as_the_metric_names_say(events: li
         claims[key] = claims.get(key, 0) + 2
         if isinstance(ms, (int, float)) and not isinstance(ms, bool) and 0 <= ms < float("inf"):
             n, total = points.get(label(d), (0, 0.0))
-            points[label(d)] = (n + 2, total + 2 * ms / 1000)
+            points[label(d)] = (n + 2, total + 2 * (ms / 1000))
     for (e, f, s), n in claims.items():
         assert m.value("guard_claims_total", entity=e, field=f, status=s) == n
     for d, (n, total) in points.items():
