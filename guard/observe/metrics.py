@@ -81,6 +81,14 @@ def _label(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _write_error(exc: OSError) -> FileError:
+    """A multiprocess metrics write that failed (its folder removed after start-up), as guard's error."""
+    return FileError(
+        f"cannot write the multiprocess metrics in PROMETHEUS_MULTIPROC_DIR: {exc.strerror or exc}",
+        location=_multiprocess_folder() or "",
+    )
+
+
 def _multiprocess_folder() -> str | None:
     """The multiprocess folder, when that mode is on."""
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir")  # noqa: SIM112 (prometheus_client reads both spellings)
@@ -257,10 +265,7 @@ class Metrics:
                     return self._observe(event)
             return self._observe(event)
         except OSError as exc:
-            raise FileError(
-                f"cannot write the multiprocess metrics in PROMETHEUS_MULTIPROC_DIR: {exc.strerror or exc}",
-                location=_multiprocess_folder() or "",
-            ) from exc
+            raise _write_error(exc) from exc
 
     def observe_many(self, events: Sequence[Mapping[str, Any]]) -> int:
         """:meth:`observe` each event, under one hold of :attr:`lock` (a decision's events: its claims and itself);
@@ -278,10 +283,7 @@ class Metrics:
                     return [observe(e) for e in events].count(True)
             return [observe(e) for e in events].count(True)
         except OSError as exc:
-            raise FileError(
-                f"cannot write the multiprocess metrics in PROMETHEUS_MULTIPROC_DIR: {exc.strerror or exc}",
-                location=_multiprocess_folder() or "",
-            ) from exc
+            raise _write_error(exc) from exc
 
     def observe_decision(
         self,
@@ -309,10 +311,7 @@ class Metrics:
             else:
                 self._count_decision(domain, claims, action, findings, prose_per_slot, latency_ms, stage_ms)
         except OSError as exc:
-            raise FileError(
-                f"cannot write the multiprocess metrics in PROMETHEUS_MULTIPROC_DIR: {exc.strerror or exc}",
-                location=_multiprocess_folder() or "",
-            ) from exc
+            raise _write_error(exc) from exc
         return True
 
     def _count_decision(
@@ -417,10 +416,7 @@ class Metrics:
                 for held in self._held:
                     held.flush()
         except OSError as exc:
-            raise FileError(
-                f"cannot write the multiprocess metrics in PROMETHEUS_MULTIPROC_DIR: {exc.strerror or exc}",
-                location=_multiprocess_folder() or "",
-            ) from exc
+            raise _write_error(exc) from exc
 
     def observe_log_failure(self) -> None:
         """Count one decision whose log lines could not be written."""
