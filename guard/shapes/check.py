@@ -352,13 +352,15 @@ class _Analysis:
                             for tok in _slots(sub):
                                 self.use(tok, self.fields_of(m, m.entities, "integer"), m.text)
 
-    def on_label_line(self, node: Tree[Any]) -> None:
+    def on_label_line(self, node: Tree[Any], within: set[str] | None = None) -> None:
         label = next(ch for ch in node.children if isinstance(ch, Tree) and ch.data == "label")
         head = next(ch for ch in label.children if isinstance(ch, Tree))
         if head.data == "subject":
             ents, attr = self.on_subject(head), None
         else:
             ents, attr = self.attr_np(head)
+        if within:
+            ents = (ents & within) or ents
         for ch in node.children:
             if isinstance(ch, Tree) and ch.data == "summary":
                 self.summary(ch, ents, attr)
@@ -367,14 +369,31 @@ class _Analysis:
 
     def on_intro_line(self, node: Tree[Any]) -> None:
         """The labelled values after an intro ("Here are the details for order {id}: status {status}") bind as a
-        label line's do; the intro before them binds as any other part."""
+        label line's do, to the thing the intro names when their attribute can belong to it; the intro itself binds
+        as any other part."""
+        named: set[str] = set()
+
+        def visit(n: Tree[Any]) -> None:
+            if n.data == "subject":
+                named.update(self.on_subject(n))
+                return
+            meta = self.meta(n)
+            if hasattr(self, f"on_{n.data}") or (meta is not None and meta.kind == "statement"):
+                self.walk(n)
+                return
+            for c in n.children:
+                if isinstance(c, Tree):
+                    visit(c)
+                elif c.type in _TERMINAL_TYPES:
+                    self.use(c, (), "")
+
         for ch in node.children:
             if isinstance(ch, Tree) and ch.data not in ("label", "summary"):
-                self.walk(ch)
+                visit(ch)
             elif isinstance(ch, Token) and ch.type in _TERMINAL_TYPES:
                 self.use(ch, (), "")
         if any(isinstance(ch, Tree) and ch.data == "label" for ch in node.children):
-            self.on_label_line(node)
+            self.on_label_line(node, named)
 
     def on_statement_rule(self, node: Tree[Any], meta: RuleMeta) -> set[str]:
         ents: set[str] | None = None

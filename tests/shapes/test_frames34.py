@@ -200,13 +200,17 @@ def test_labelled_values_after_an_intro_bind_to_their_attributes():
     orders = load_library("orders")
     report = check_template("Here are the details for order {order_id}: status {status}, total {total}.", orders, TYPES)
     fields = _fields(report)
-    # a bare label names an attribute, not whose: "status" is an order's or a return's
-    assert "order.status" in fields["status"] and all(f.endswith(".status") for f in fields["status"])
-    assert "order.total_minor" in fields["total"] and all(f.endswith("_minor") for f in fields["total"])
+    # the intro names whose values they are: "status" alone is an order's or a return's, here the order's
+    assert fields["order_id"] == ("order.id",) and fields["status"] == ("order.status",)
+    assert "order.total_minor" in fields["total"] and all(f.startswith("order.") for f in fields["total"])
     text = "Here are the details for order {order_id}: status {status}."
     report = check_template(text, orders, TYPES)
-    claims = [C("order_id", "order", "id"), C("status", "order", "carrier")]
-    assert [f.code for f in bind(report.bindings, claims, text, report.findings)[0]] == ["S206"]
+    for wrong in ("return", "status"), ("order", "carrier"):
+        claims = [C("order_id", "order", "id"), C("status", *wrong)]
+        assert [f.code for f in bind(report.bindings, claims, text, report.findings)[0]] == ["S206"], wrong
+    # without a thing named, a label keeps every owner its attribute can have
+    report = check_template("Here are the details: status {status}.", orders, TYPES)
+    assert "return.status" in _fields(report)["status"] and "order.status" in _fields(report)["status"]
     # a value of a type the named attribute does not have is refused
     assert not check_template("Here are the details for order {order_id}: status {total}.", orders, TYPES).ok
 
