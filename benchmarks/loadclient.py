@@ -11,6 +11,7 @@ error; the first response on each connection is also decoded as JSON and must ca
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from typing import Any
@@ -103,9 +104,11 @@ class _Conn(asyncio.Protocol):
 class LoadClient:
     """Keep-alive connections to ``host:port``, each reused while it is fresh and open."""
 
-    def __init__(self, host: str, port: int, request: bytes) -> None:
+    def __init__(self, host: str, port: int, request: bytes, *more: bytes) -> None:
         self.host, self.port, self.request = host, port, request
         self.idle: list[_Conn] = []
+        self.requests = itertools.cycle((request, *more)) if more else None
+        """Several requests: sent in turn."""
 
     async def call(self) -> bool:
         """One request; True when it was answered 2xx with a well-formed body."""
@@ -124,7 +127,7 @@ class LoadClient:
                 _t, conn = await loop.create_connection(_Conn, self.host, self.port)
             except OSError:
                 return False
-        status = await conn.send(self.request)
+        status = await conn.send(self.request if self.requests is None else next(self.requests))
         if conn.close_after or conn.closed:
             if conn.transport is not None:
                 conn.transport.close()

@@ -8,7 +8,7 @@ window, so whatever else runs weighs on both alike, and the round's ratio is the
 one ``bench_serve.py`` built (run it once first with the same ``--db``).
 
     .venv/bin/python benchmarks/serve_pair.py --db URL --base ../main-checkout [--in-flight 64] [--rounds 6]
-        [--seconds 5]
+        [--seconds 5] [--coalesce N] [--orders N] [--open RATE]
 
 ``--base`` is another checkout of guard (its ``guard/`` is imported by its server); this tree is the other.
 Loopback only; every loop is bounded in time or count.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import json
 import os
 import signal
@@ -29,8 +30,9 @@ import time
 from pathlib import Path
 
 import httpx
+import sqlalchemy as sa
 import uvloop
-from bench_serve import KEY, closed, cpu_seconds, free_port, workers_of, write_serve_config
+from bench_serve import KEY, closed, cpu_seconds, free_port, opened, workers_of, write_serve_config
 from loadclient import LoadClient, request_bytes
 
 from guard import demo
@@ -38,11 +40,11 @@ from guard import demo
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def launch(root: Path, url: str) -> tuple[subprocess.Popen[bytes], int]:
+def launch(root: Path, url: str, coalesce: int | None = None) -> tuple[subprocess.Popen[bytes], int]:
     """``guard serve`` from ``root`` with two workers, once it is ready."""
     tmp = Path(tempfile.mkdtemp())
     port = free_port()
-    write_serve_config(tmp, root, url, port)
+    write_serve_config(tmp, root, url, port, coalesce)
     cmd = [sys.executable, "-m", "guard", "serve", "--config", str(tmp / "serve.yaml"), "--workers", "2"]
     env = {**os.environ, "PYTHONPATH": str(root)}
     proc = subprocess.Popen(
@@ -61,31 +63,68 @@ def launch(root: Path, url: str) -> tuple[subprocess.Popen[bytes], int]:
 
 
 async def rounds(ports: dict[str, tuple[int, list[int]]], args: argparse.Namespace) -> dict[str, list[float]]:
-    """Each round: both servers at ``--in-flight`` for ``--seconds``; each one's workers' CPU ms a request."""
-    headers = {"Authorization": f"Bearer {KEY}", "X-Guard-Principal": demo.PRINCIPAL}
+    """Each round: both servers at ``--in-flight`` (or ``--open`` requests a second each, latency counted from
+    when each was due) for ``--seconds``; each one's workers' CPU ms a request."""
     params = {"policy": "orders", "now": demo.NOW.isoformat()}
-    body = json.dumps(demo.payloads()["answer"]).encode()
-    clients = {
-        name: LoadClient("127.0.0.1", port, request_bytes("127.0.0.1", port, "/v1/run", params, headers, body))
-        for name, (port, _w) in ports.items()
-    }
+    asked = answers(args.db, args.orders)
+
+    def requests(port: int) -> list[bytes]:
+        return [
+            request_bytes(
+                "127.0.0.1",
+                port,
+                "/v1/run",
+                params,
+                {"Authorization": f"Bearer {KEY}", "X-Guard-Principal": who},
+                json.dumps(body).encode(),
+            )
+            for body, who in asked
+        ]
+
+    clients = {name: LoadClient("127.0.0.1", port, *requests(port)) for name, (port, _w) in ports.items()}
     out: dict[str, list[float]] = {name: [] for name in ports}
     try:
         for client in clients.values():
             await closed(client.call, 4, 1.0)
         for _ in range(args.rounds):
             cpu0 = {name: cpu_seconds(w) for name, (_p, w) in ports.items()}
-            got = await asyncio.gather(*(closed(c.call, args.in_flight, args.seconds) for c in clients.values()))
+            if args.open:
+                got = await asyncio.gather(*(opened(c.call, args.open, args.seconds) for c in clients.values()))
+            else:
+                got = await asyncio.gather(*(closed(c.call, args.in_flight, args.seconds) for c in clients.values()))
             line = []
-            for (name, (_p, w)), (rps, _p50, _p99, errors) in zip(ports.items(), got):
+            for (name, (_p, w)), (rps, p50, p99, errors) in zip(ports.items(), got):
                 ms = (cpu_seconds(w) - cpu0[name]) / max(1.0, rps * args.seconds) * 1000
                 out[name].append(ms)
-                line.append(f"{name} {rps:5.0f} /s  workers {ms:.3f} ms a request  errors {errors}")
+                lat = f"p50 {p50:6.2f} p99 {p99:7.2f} ms  " if args.open else ""
+                line.append(f"{name} {rps:5.0f} /s  {lat}workers {ms:.3f} ms a request  errors {errors}")
             ratio = out["this"][-1] / out["base"][-1]
             print(" | ".join(line), f"| this/base {ratio:.3f}  load {os.getloadavg()[0]:.1f}", flush=True)
     finally:
         for client in clients.values():
             client.close()
+    return out
+
+
+def answers(url: str, orders: int) -> list[tuple[dict, str]]:
+    """The demo answer and its principal (``orders`` 1), or true answers about that many orders, each asked by
+    the customer who placed it (their reads share neither ids nor scope)."""
+    if orders <= 1:
+        return [(demo.payloads()["answer"], demo.PRINCIPAL)]
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        q = (
+            "SELECT id, customer_id, shipped_at, estimated_delivery, line_count FROM orders "
+            "WHERE shipped_at IS NOT NULL AND estimated_delivery IS NOT NULL ORDER BY id LIMIT :n"
+        )
+        rows = conn.execute(sa.text(q), {"n": orders}).all()
+    engine.dispose()
+    out = []
+    for oid, who, shipped, eta, items in rows:
+        p = copy.deepcopy(demo.payloads()["answer"])
+        for c, value in zip(p["claims"], [oid, shipped and shipped.date().isoformat(), eta and eta.isoformat(), items]):
+            c["entity_id"], c["value"] = oid, value
+        out.append((p, who))
     return out
 
 
@@ -96,8 +135,11 @@ def main() -> None:
     ap.add_argument("--in-flight", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--coalesce", type=int, default=None, help="this tree's policies.orders.coalesce")
+    ap.add_argument("--open", type=float, default=0, help="open loop: requests a second to each server instead")
+    ap.add_argument("--orders", type=int, default=1, help="payloads about this many orders, each its owner's")
     args = ap.parse_args()
-    servers = {"base": launch(args.base.resolve(), args.db), "this": launch(ROOT, args.db)}
+    servers = {"base": launch(args.base.resolve(), args.db), "this": launch(ROOT, args.db, args.coalesce)}
     try:
         ports = {name: (port, workers_of(proc.pid)) for name, (proc, port) in servers.items()}
         out = uvloop.run(rounds(ports, args))

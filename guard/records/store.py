@@ -29,6 +29,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from guard.errors import PolicyError, Problem, StoreUnavailable
+from guard.records._coalesce import Coalescer
 from guard.records._deadline import WATCHDOG, socket_of
 from guard.records.policy import EntityPolicy, Policy
 from guard.records.results import UTC_NAMES, aware
@@ -851,14 +852,7 @@ class RecordStore:
         the entity could hold)."""
         lk = self._lookups[r.entity]
         wanted = lk.order(r.fields)
-        bound: list[int] | list[str]
-        if lk.id_kind is int:
-            coerce = self._coerce
-            bound = list(dict.fromkeys(n for n in (coerce(k, int) for k in r.keys) if n is not None))
-        elif lk.id_text.open:
-            bound = list(dict.fromkeys(r.keys))
-        else:
-            bound = list(dict.fromkeys(k for k in map(lk.id_text, r.keys) if k is not None))
+        bound = self._bound(lk, r.keys)
         if not bound:
             return None
         principal = r.principal
@@ -875,6 +869,36 @@ class RecordStore:
         size = self.batch_size
         chunks = [bound[k : k + size] for k in range(0, len(bound), size)]
         return _Plan(lk, wanted, scoped, principal_value, chunks)
+
+    def _bound(self, lk: _Lookup, keys: Iterable[str]) -> list[int] | list[str]:
+        """The id values bound for ``keys``, each once, as the id column takes them; keys no row can have are
+        left out."""
+        if lk.id_kind is int:
+            coerce = self._coerce
+            return list(dict.fromkeys(n for n in (coerce(k, int) for k in keys) if n is not None))
+        if lk.id_text.open:
+            return list(dict.fromkeys(keys))
+        return list(dict.fromkeys(k for k in map(lk.id_text, keys) if k is not None))
+
+    def merge_key(self, r: Read) -> Any:
+        """What reads must share to be sent as one (:mod:`guard.records._coalesce`): the entity, the fields and,
+        for a scoped entity, the principal with its type; None when the read cannot be merged."""
+        lk = self._built.get(r.entity) if self._built is not None else None
+        if lk is None:
+            return None
+        fields = None if r.fields is None else tuple(r.fields)
+        if lk.scope_col is None:
+            return (r.entity, fields)
+        try:
+            hash(r.principal)
+        except TypeError:
+            return None
+        return (r.entity, fields, type(r.principal), r.principal)
+
+    def share(self, rows: dict[str, Sequence[Any]], r: Read) -> dict[str, Sequence[Any]]:
+        """The rows of a merged read that are ``r``'s: those under the keys its own ids are found by."""
+        bound = self._bound(self._lookups[r.entity], r.keys)
+        return {k: rows[k] for k in (bound if _all(bound, str) else map(str, bound)) if k in rows}
 
     def _statement(self, plan: _Plan, chunk: list[Any]) -> tuple[str, Any]:
         """The SQL text and the driver's parameters that read the ids ``chunk`` of ``plan``."""
@@ -1119,6 +1143,7 @@ class AsyncRecordStore(RecordStore):
         statement_timeout: float = 5.0,
         connect_timeout: float = 5.0,
         pool_size: int = 10,
+        coalesce: int = 0,
     ) -> None:
         from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -1138,6 +1163,8 @@ class AsyncRecordStore(RecordStore):
         self._held: list[tuple[Any, float]] = []
         """Connections checked out of the pool and kept between reads, with when each was checked out."""
         self._hold = pool_size
+        self.coalescer = Coalescer(self, coalesce) if coalesce else None
+        """Merges concurrent runs' reads (see :mod:`guard.records._coalesce`); None: each run reads alone."""
 
     def _build(self) -> dict[str, _Lookup]:
         if self._deferred:  # the base class builds at once; here that waits for the event loop (open or call)
@@ -1151,7 +1178,15 @@ class AsyncRecordStore(RecordStore):
         return await greenlet_spawn(fn, *args, **kwargs)
 
     async def aread_many(self, reads: Sequence[Read]) -> list[dict[str, Sequence[Any]] | StoreUnavailable]:
-        """:meth:`read_many`, awaited.
+        """:meth:`read_many`, awaited: by :meth:`aread_each`, or with ``coalesce`` (the number of merged batches
+        the store may have at the database at once) sent together with other runs' reads of the same entity,
+        fields and scope (:class:`~guard.records._coalesce.Coalescer`), with the same answers."""
+        if self.coalescer is not None and self._built is not None:
+            return await self.coalescer.read_many(reads)
+        return await self.aread_each(reads)
+
+    async def aread_each(self, reads: Sequence[Read]) -> list[dict[str, Sequence[Any]] | StoreUnavailable]:
+        """:meth:`read_many` of one run's reads, awaited (the reference the merged reads are tested against).
 
         On PostgreSQL the statements go on psycopg's ``AsyncConnection`` itself, on a connection the store keeps
         checked out between reads (at most ``pool_size`` of them, each for :data:`HOLD` seconds at most): the

@@ -120,7 +120,9 @@ def build_state(cfg: ServeConfig) -> State:
         except GuardError as exc:
             exc.location = f"policies.{pname}.policy: {exc.location}" if exc.location else f"policies.{pname}.policy"
             raise
-        store = AsyncRecordStore(pc.db, policy, statement_timeout=pc.statement_timeout, pool_size=pc.pool_size)
+        store = AsyncRecordStore(
+            pc.db, policy, statement_timeout=pc.statement_timeout, pool_size=pc.pool_size, coalesce=pc.coalesce
+        )
         for domain in pc.domains:
             gates[pname, domain] = AsyncGuard(
                 policy,

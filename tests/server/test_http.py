@@ -383,3 +383,36 @@ def test_runs_wait_for_a_pooled_connection_rather_than_open_overflow_ones(demo_d
             assert 1 <= len(opened) <= 2
     finally:
         stop(server, thread)
+
+
+def test_runs_in_flight_read_together_and_each_sees_only_its_principals_rows(demo_db, tmp_path):
+    """Requests about one order from its customer and from another, at once: their reads go in fewer batches than
+    runs (``coalesce``, on by default), and only the customer's are answered."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from guard.server.app import create_app
+    from guard.server.config import load_serve_config
+    from tests.server.conftest import start, stop, write_config
+
+    app = create_app(load_serve_config(write_config(tmp_path, demo_db[0])))
+    coalescer = app.state.guard.gates["orders", "orders"].store.coalescer
+    assert coalescer is not None and coalescer.limit == 2
+    base, server, thread = start(app)
+    try:
+        params = {"policy": "orders", **NOW}
+
+        def post(i: int) -> list[str]:
+            who = demo.PRINCIPAL if i % 2 else "cus_1000"
+            headers = {"Authorization": f"Bearer {KEYS['fuzz']}", "X-Guard-Principal": who}
+            with httpx.Client(base_url=base, headers=headers, timeout=30) as c:
+                return [
+                    f"{who} {c.post('/v1/run', params=params, json=demo.payloads()['answer']).json()['action']}"
+                    for _ in range(6)
+                ]
+
+        with ThreadPoolExecutor(16) as pool:
+            seen = {line for lines in pool.map(post, range(16)) for line in lines}
+        assert seen == {f"{demo.PRINCIPAL} answer", "cus_1000 refuse"}
+        assert coalescer.runs == 96 and coalescer.batches < 96
+    finally:
+        stop(server, thread)
