@@ -62,9 +62,11 @@ def launch(root: Path, url: str, coalesce: int | None = None) -> tuple[subproces
         time.sleep(0.2)
 
 
-async def rounds(ports: dict[str, tuple[int, list[int]]], args: argparse.Namespace) -> dict[str, list[float]]:
+async def rounds(
+    ports: dict[str, tuple[int, list[int]]], args: argparse.Namespace, tails: dict[str, list[float]]
+) -> dict[str, list[float]]:
     """Each round: both servers at ``--in-flight`` (or ``--open`` requests a second each, latency counted from
-    when each was due) for ``--seconds``; each one's workers' CPU ms a request."""
+    when each was due) for ``--seconds``; each one's workers' CPU ms a request (and, open, its p99 in ``tails``)."""
     params = {"policy": "orders", "now": demo.NOW.isoformat()}
     asked = answers(args.db, args.orders)
 
@@ -96,6 +98,7 @@ async def rounds(ports: dict[str, tuple[int, list[int]]], args: argparse.Namespa
             for (name, (_p, w)), (rps, p50, p99, errors) in zip(ports.items(), got):
                 ms = (cpu_seconds(w) - cpu0[name]) / max(1.0, rps * args.seconds) * 1000
                 out[name].append(ms)
+                tails.setdefault(name, []).append(p99)
                 lat = f"p50 {p50:6.2f} p99 {p99:7.2f} ms  " if args.open else ""
                 line.append(f"{name} {rps:5.0f} /s  {lat}workers {ms:.3f} ms a request  errors {errors}")
             ratio = out["this"][-1] / out["base"][-1]
@@ -142,7 +145,8 @@ def main() -> None:
     servers = {"base": launch(args.base.resolve(), args.db), "this": launch(ROOT, args.db, args.coalesce)}
     try:
         ports = {name: (port, workers_of(proc.pid)) for name, (proc, port) in servers.items()}
-        out = uvloop.run(rounds(ports, args))
+        tails: dict[str, list[float]] = {}
+        out = uvloop.run(rounds(ports, args, tails))
     finally:
         for proc, _port in servers.values():
             os.killpg(proc.pid, signal.SIGTERM)
@@ -153,6 +157,11 @@ def main() -> None:
             f"{name}: workers' CPU a request, median {statistics.median(ms):.3f} ms (range {min(ms):.3f}-{max(ms):.3f})"
         )
     print(f"this/base: median {statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f})")
+    if args.open:
+        for name, p99s in tails.items():
+            print(f"{name}: p99 median {statistics.median(p99s):.2f} ms (range {min(p99s):.2f}-{max(p99s):.2f})")
+        lower = sum(t < b for b, t in zip(tails["base"], tails["this"]))
+        print(f"rounds where this's p99 is the lower: {lower} of {len(tails['this'])}")
 
 
 if __name__ == "__main__":
