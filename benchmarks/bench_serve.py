@@ -26,6 +26,54 @@ httpx client it replaced cost more than the server and set the rate) reports:
 
 Loopback only; every loop is bounded in time or count.
 
+Measured (2026-12-07, PostgreSQL, 2 workers, 2 shared CPUs; base is main at a3a9abd, "after" branch serve17j;
+other sessions' builds at nice 5-10 against this benchmark's nice 19 kept the CPU pressure, the share of time some
+task waited for a CPU, now printed beside the load average, at 40-97%):
+
+- where a slow request's time goes, open loop at 400-1150 /s (a probe outside the tree: guard's protocol with
+  timestamps per request, matched to the client's by connection and sequence; ``gc.callbacks``; a 5 ms loop
+  timer; ``/proc/thread-self/schedstat``): of the slowest 1% (20-90 ms), the client sent late by < 1 ms; 3-9
+  ms in the socket before the worker read it, 1-6 ms from read to the application's task, the rest in the
+  application, 12-34 ms of it awaiting its read (a batch at the database: p50 0.2-1.2, p99 3-8 ms, but 20-35
+  ms for those overlapping the slow requests); over each slow request's life its worker waited 10-68 ms in the
+  run queue, half to two thirds of the whole. No kernel accept queue (keep-alive connections), no thread
+  hand-off (``asyncio.to_thread`` ran only for each worker's first lint-cache misses), metrics' flush 0.1 ms of
+  CPU a second; the pool's semaphore (``pool_size`` 10) can be full only in bursts (11-22 in flight in the
+  worker of a slow request), within the application's share, not measured apart;
+- what changed: (1) each request left a reference cycle (``_HeadWithBody`` and uvicorn's cycle, 15 objects)
+  only the collector freed: at 650 /s the two workers made 7-8 young collections in 5 s, each freeing 6,600-7,800
+  objects in 2.8-4.5 ms of CPU (up to 30 ms of wall under load), and 10-19 of the slowest 32 requests
+  overlapped one; the wrapper now lets go of its cycle when the response completes: 1-2 collections in 5 s,
+  freeing nothing, 0.6-1.4 ms of CPU, under none of the slowest in three runs and 6 of 20 in a fourth
+  (tests/server/test_protocol.py: 200 requests left 15 unreachable objects each, now 23 and 42 in all, for a
+  plain app and for ``/v1/run``); (2) the open-loop client
+  makes each request's task when it is due: made all at once, 5,750 tasks held the client's loop, the first
+  requests went out up to 18 ms late and together, and 31 of a run's 57 slowest fell in its first 100 ms;
+- paired (``serve_pair.py --open 400``, 8 rounds of 5 s, three sets): p99 this/base median 102/131 ms (load
+  3.9-5.3), 3.4/4.1 ms (load 1.4-1.8), 26.4/45.0 ms (CPU pressure 87-93%); this lower in 6, 5 and 6 of 8
+  rounds; workers' CPU a request 0.990, 0.970, 1.006; each alone in turn at 1150 /s (6 rounds, load 4.0-4.3),
+  p99 median 43.6 (26.5-51.3) against base's 54.6 (36.0-93.9), lower in 5;
+- ``bench_serve.py`` (``--seconds 5 --requests 5000``): main with its own client, p99 at half saturation 62 ms
+  (649 /s, load 1.2-2.9) and 56 ms (1155 /s, load 1.7-2.4); main's server with this client 23.5 ms (749 /s,
+  pressure 93%) and 30.8 ms (773 /s, 91%); after 19.8 ms (774 /s, 94%) and 22.4 ms (723 /s, 79%), and 105 ms
+  earlier with the old client (1144 /s, load 2.4-2.7); half saturation here is half of what the closed loops
+  reached at that moment, 649-1155 /s; memory +0.1%, no errors;
+- the floor, open loop under the same client over two uvicorn workers with guard's loop and protocol, rounds
+  interleaved: at 400 /s a trivial ASGI app p99 1.3-4.5 ms, one spinning 0.6 ms of CPU a request 2.0-7.4 ms,
+  spinning and reading a row from PostgreSQL 2.3-36.6 ms, guard 2.5-22.7 ms; at 1150 /s (load 2.7-4.3) 1.1-4.3,
+  2.2-104, 7.7-16.6 (one round collapsed) and 3.0-46.5 ms. With the machine to itself guard meets 25 ms at
+  half saturation (3.0 ms at 1150 /s in the calm round); what sets the tail is CPU time other sessions hold:
+  a request wakes a worker twice (request, row) and PostgreSQL once, at nice 19 against builds at nice 5-10,
+  and any wake-up can wait a scheduler slice;
+- tried, not kept: the collector off in workers with a young collection each second (0.1-0.4 ms each): paired
+  at 500 /s lower in 7 of 8 rounds, roles swapped 4 of 8, alone at 1150 /s 80 against 44 ms (worse in 6 of 6);
+  ``coalesce`` 1 or 4 against 2 at 500 /s: CPU 1.016 / 1.044, p99 lower in 3 / 4 of 8; the client reusing its
+  connections oldest first instead of newest first (the requests split 50/50-67/33 between the workers either
+  way, 98/2 once): no gain (p99 114 and 459 against 74 and 68 ms); the database deadline thread's tick at 1 s
+  instead of 50 ms (fewer GIL hand-offs): 78 against 98 ms, 4 of 6, at CPU pressure 95%, unresolved. Not
+  changed: a lint-cache miss's stages stay in a thread (0.2-0.3 ms of CPU for the demo's templates against a
+  hop of 0.05 ms p50, 0.1 ms p99 on an idle loop; off this benchmark's path, so no figures to set a threshold).
+
 Measured (2026-12-07, PostgreSQL, 2 workers, 2 shared CPUs; base is main at 4bae307, "after" branch serve17i;
 load average 2-10 from other sessions, so only same-run ratios mean much):
 
@@ -370,8 +418,21 @@ def rss_mib(pids: list[int]) -> float:
     return total / 1024
 
 
+def cpu_pressure() -> str:
+    """The share of the last 10 s in which some runnable task waited for a CPU (Linux's pressure stall figure):
+    on shared cores the open-loop tail follows it more closely than the load average; empty where unavailable."""
+    try:
+        line = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return ""
+    return line.split()[1].replace("avg10=", "") + "%"
+
+
 def load_avg() -> str:
-    return "load average {:.2f} {:.2f} {:.2f} on {} CPUs".format(*os.getloadavg(), os.cpu_count())
+    waits = cpu_pressure()
+    return "load average {:.2f} {:.2f} {:.2f} on {} CPUs".format(*os.getloadavg(), os.cpu_count()) + (
+        f", CPU pressure {waits} (some task waiting for a CPU, last 10 s)" if waits else ""
+    )
 
 
 def serial_gate(url: str, seconds: float) -> None:
@@ -636,7 +697,10 @@ async def over_http(base: str, payload: dict, sync_rate: float, args: argparse.N
                 f"{same['cpu_ms'] / same_ms:.2f} x (errors {errors})"
             )
         rps, p50, p99, errors = await opened(call, peak / 2, args.seconds)
-        print(f"open loop at half saturation ({peak / 2:.0f} /s): p50 {p50:.2f} ms  p99 {p99:.2f} ms  errors {errors}")
+        print(
+            f"open loop at half saturation ({peak / 2:.0f} /s): p50 {p50:.2f} ms  p99 {p99:.2f} ms  errors {errors}"
+            f"  (CPU pressure {cpu_pressure() or 'n/a'})"
+        )
         pids = workers_of(supervisor)
         before = rss_mib(pids)
         samples = [before]

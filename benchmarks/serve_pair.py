@@ -32,7 +32,7 @@ from pathlib import Path
 import httpx
 import sqlalchemy as sa
 import uvloop
-from bench_serve import KEY, closed, cpu_seconds, free_port, opened, workers_of, write_serve_config
+from bench_serve import KEY, closed, cpu_pressure, cpu_seconds, free_port, opened, workers_of, write_serve_config
 from loadclient import LoadClient, request_bytes
 
 from guard import demo
@@ -102,7 +102,12 @@ async def rounds(
                 lat = f"p50 {p50:6.2f} p99 {p99:7.2f} ms  " if args.open else ""
                 line.append(f"{name} {rps:5.0f} /s  {lat}workers {ms:.3f} ms a request  errors {errors}")
             ratio = out["this"][-1] / out["base"][-1]
-            print(" | ".join(line), f"| this/base {ratio:.3f}  load {os.getloadavg()[0]:.1f}", flush=True)
+            waits = cpu_pressure()
+            print(
+                " | ".join(line),
+                f"| this/base {ratio:.3f}  load {os.getloadavg()[0]:.1f}" + (f" CPU pressure {waits}" if waits else ""),
+                flush=True,
+            )
     finally:
         for client in clients.values():
             client.close()

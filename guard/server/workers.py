@@ -35,10 +35,11 @@ SETTLE_SECONDS = 0.05
 accepting joins the server's set only after the event loop has made its transport."""
 CLOSE_HEADER = (b"connection", b"close")
 GC_THRESHOLD0 = 7000
-"""A worker's first-generation garbage collection threshold (Python's default is 700). Serving a request leaves a
-few reference cycles (tasks, futures, timeouts) that only the collector frees: at 700 a worker collected about
-every seven requests, and each young collection cost about 0.2 ms (benchmarks/bench_serve.py). At 7000 the
-young garbage between collections is still a few MB at most."""
+"""A worker's first-generation garbage collection threshold (Python's default is 700). A ``/v1/run`` request leaves
+no reference cycle (tests/server/test_protocol.py), so a young collection frees nothing: it only walks the objects
+of the requests in flight, and the threshold sets how many of those it takes to start one. At 7000 a worker
+collects about once in five seconds at 650 requests a second (a millisecond or less), more only in a burst of
+requests in flight (benchmarks/bench_serve.py)."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
