@@ -13,7 +13,9 @@ Measures, on this machine (2 cores; prediction runs in one process):
     prediction) and the model file size.
 
 Targets: >= 20,000 sentences/s in process; ``guard classify`` within 2x the tokenize-only process (issue 16;
-issue 14 asked 3x); load < 1 s; model < 20 MB.
+issue 14 asked 3x), checked on the median round and on every round; load < 1 s; model < 20 MB. Last
+measured (issue 16, eighth session, load average 4.0-4.4): ratio median 1.69, worst of 12 rounds 2.08
+(main before it: 1.86, 2.11); see models/README.md.
 
     .venv/bin/python benchmarks/bench_freetext.py [--sentences 20000] [--repeat 5]
 """
@@ -220,6 +222,7 @@ def main() -> None:
         ("predict_proba (labels + scores) >= 20,000 sentences/s", max(proba, proba_cpu) >= 20000),
         ("predict with evidence spans >= 20,000 sentences/s", max(pred, pred_cpu) >= 20000),
         ("guard classify within 2x of tokenize-only (issue 16; median round)", ratio <= 2),
+        ("guard classify within 2x of tokenize-only in every round (the margin under load)", max(ratios) <= 2),
         ("guard classify prints the in-process predictions, line for line", same_output),
         ("load < 1 s", fresh["load"] < 1.0 and load_s < 1.0),
         ("model < 20 MB", size < 20e6),

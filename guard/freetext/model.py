@@ -705,10 +705,16 @@ def write_model_file(clf: FreeTextClassifier, path: str | Path) -> None:
 
 
 def read_model_file(path: str | Path) -> Any:
-    """What :func:`write_model_file` wrote."""
-    import joblib
+    """What :func:`write_model_file` wrote: read by :mod:`guard.freetext._modelfile` without importing joblib
+    when the file is as guard writes it, else by ``joblib.load`` (the reference)."""
+    from guard.freetext import _modelfile
 
-    return joblib.load(path)
+    try:
+        return _modelfile.read(path)
+    except _modelfile.NotLean:
+        import joblib
+
+        return joblib.load(path)
 
 
 def save(clf: FreeTextClassifier, path: str | Path, card: dict[str, Any]) -> dict[str, Any]:

@@ -60,7 +60,8 @@ def confusable_table() -> dict[str, str]:
 
     Built once from the ``confusable_homoglyphs`` package's copy of confusables.txt. Where a
     character imitates several letters ("І" looks like "I" and "l"), a letter of the same case
-    wins, then the alphabetically first.
+    wins, then the alphabetically first. The reference of :func:`confusable_letter`, which
+    prediction asks instead.
     """
     from confusable_homoglyphs.confusables import confusables_data
 
@@ -80,6 +81,24 @@ def confusable_table() -> dict[str, str]:
 
 
 @lru_cache(maxsize=8192)
+def confusable_letter(char: str) -> str:
+    """``confusable_table().get(char, char)``, worked out for this character alone: building the whole
+    table took 19 ms, and a text with a few non-ASCII letters needs a handful of its 9,600 entries."""
+    if len(char) != 1 or char.isascii():
+        return char
+    from confusable_homoglyphs.confusables import confusables_data
+
+    glyphs = confusables_data.get(char)
+    if not glyphs or unicodedata.normalize("NFKC", char).isascii():
+        return char  # NFKC already reads it (full-width and mathematical letters)
+    targets = sorted(g["c"] for g in glyphs if len(g["c"]) == 1 and g["c"].isascii() and g["c"].isalpha())
+    if not targets:
+        return char
+    same_case = [t for t in targets if t.islower() == char.islower()]
+    return (same_case or targets)[0]
+
+
+@lru_cache(maxsize=8192)
 def _fold(char: str, latin: bool) -> str:
     """What one non-ASCII character reads as: possibly nothing or several characters."""
     if unicodedata.category(char) == "Cf":
@@ -89,8 +108,7 @@ def _fold(char: str, latin: bool) -> str:
     # a non-ASCII brace never becomes a slot: slots are written with ASCII braces only
     out = out.replace("{", "(").replace("}", ")")
     if latin:
-        table = confusable_table()
-        out = "".join(table.get(c, c) for c in out)
+        out = "".join(map(confusable_letter, out))
     return out
 
 

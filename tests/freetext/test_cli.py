@@ -117,3 +117,29 @@ def test_skip_teardown_is_only_for_the_process_that_is_the_command(tmp_path, cap
     assert main(["classify", str(f)]) == 0
     assert cli_main._KEPT == [] and cli_main._TEARDOWN == ["skip"]
     assert capsys.readouterr().out.startswith("comparative\t")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "text"])
+def test_classify_prints_byte_for_byte_what_the_joblib_read_model_prints(corpus_examples, tmp_path, capsys, fmt):
+    """The shipped file is read without joblib (guard.freetext._modelfile); the same model in a file only
+    joblib reads (lzma-compressed, so the lean reader declines it) prints the very same bytes."""
+    import shutil
+
+    import joblib
+
+    from guard.freetext.model import card_path, default_model_path, file_sha256
+
+    shipped = default_model_path()
+    other = tmp_path / "lzma.joblib"
+    joblib.dump(joblib.load(shipped), other, compress=("lzma", 3))
+    card = json.loads(card_path(shipped).read_text(encoding="utf-8"))
+    card["model_file"]["sha256"] = file_sha256(other)
+    card_path(other).write_text(json.dumps(card), encoding="utf-8")
+    f = tmp_path / "in.txt"
+    lines = [e.text for e in corpus_examples[::3]] + ["It arrived lаter thаn usual.", "Ｆａｓｔｅｒ 🚚 by Friday"]
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["classify", str(f), "--format", fmt]) == 0
+    lean = capsys.readouterr().out
+    assert main(["classify", str(f), "--format", fmt, "--model", str(other)]) == 0
+    assert capsys.readouterr().out == lean and lean.count("\n") >= len(lines)
+    shutil.rmtree(tmp_path)

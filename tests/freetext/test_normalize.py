@@ -134,3 +134,16 @@ def test_eight_thousand_characters_of_punctuation_classify_in_a_fraction_of_a_se
     two = min(seconds(16000, f"v{i}") for i in range(3))
     assert one < 2.0 and two < 4.0
     assert two < 4 * max(one, 0.01)
+
+
+def test_the_letter_of_each_character_is_that_of_the_whole_table():
+    """Prediction folds a character through confusable_letter, asked per character; the table is the reference."""
+    from confusable_homoglyphs.confusables import confusables_data
+
+    from guard.freetext.normalize import confusable_letter
+
+    table = confusable_table()
+    chars = set(confusables_data) | {chr(c) for c in range(0x3000)} | {"ab", "", "\U0001d5ba"}
+    assert len(table) > 400
+    for char in chars:
+        assert confusable_letter(char) == table.get(char, char), char
