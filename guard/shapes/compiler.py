@@ -343,9 +343,9 @@ class _Compiler:
 
     def _body(self, kind: str, seq: tuple[Atom, ...]) -> str:
         """A wording as a rule body. A predicate takes core's state adverb after an opening auxiliary ("is
-        currently {status}") and core's ``state_when`` at its end ("is pending at the moment"), and, when it ends in
-        a slot, a colon before it ("Shipped on: {date}"), except after an auxiliary or a verb that introduces a list
-        ("contains:")."""
+        currently {status}") and after its "been" ("has been successfully created"), core's ``state_when`` at its
+        end ("is pending at the moment"), and, when it ends in a slot, a colon before it ("Shipped on: {date}"),
+        except after an auxiliary or a verb that introduces a list ("contains:")."""
         atoms = [_lark_atom(a) for a in seq]
         if kind != "predicate" or len(seq) < 2:
             return " ".join(atoms)
@@ -359,6 +359,8 @@ class _Compiler:
             atoms.insert(len(atoms) - 1, '[":"]')
         if _word(seq[0]) in aux and "state_adv" in self.class_src:
             atoms.insert(1, f"[{self.ref('state_adv')}]")
+            if _word(seq[1]) == "been":
+                atoms.insert(3, f"[{self.ref('state_adv')}]")
         if _word(seq[0]) in aux and "state_when" in self.class_src:
             atoms.append(f"[{self.ref('state_when')}]")
         return " ".join(atoms)
@@ -417,6 +419,8 @@ class _Compiler:
         for seq in seqs:
             if len(seq) > 2 and _word(seq[0]) in aux and _word(seq[1]) in adv:
                 seq = (seq[0], *seq[2:])
+            if len(seq) > 3 and _word(seq[0]) in aux and _word(seq[1]) == "been" and _word(seq[2]) in adv:
+                seq = (*seq[:2], *seq[3:])
             if (
                 len(seq) > 2
                 and seq[-2] == Punct(":")
