@@ -15,7 +15,8 @@ Measures, on this machine (2 cores; prediction runs in one process):
 Targets: >= 20,000 sentences/s in process; ``guard classify`` within 2x the tokenize-only process (issue 16;
 issue 14 asked 3x), checked on the median round and on every round; load < 1 s; model < 20 MB. Last
 measured (issue 16, eighth session, load average 4.0-4.4): ratio median 1.69, worst of 12 rounds 2.08
-(main before it: 1.86, 2.11); see models/README.md.
+(main before it: 1.86, 2.11); on a quieter machine (2026-12-07 10:40, load average 1.0, main at 4c162e3):
+median 1.83, rounds 1.65-1.87, predict 61,745 sentences/s with spans; see models/README.md.
 
     .venv/bin/python benchmarks/bench_freetext.py [--sentences 20000] [--repeat 5]
 """
