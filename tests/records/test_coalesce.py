@@ -52,13 +52,6 @@ RUNS = st.lists(st.tuples(payloads(), st.sampled_from(PRINCIPALS)), min_size=1, 
 
 
 @pytest.fixture()
-def loop():
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
-
-@pytest.fixture()
 def pair(demo_db, loop):
     """Two gates over the same records: each run reading alone (the reference), and runs' reads merged."""
     url, policy, _store = demo_db
@@ -150,6 +143,7 @@ class Locked:
         self.conn = self.engine.connect()
         self.tx = self.conn.begin()
         self.conn.execute(sa.text("LOCK TABLE orders IN ACCESS EXCLUSIVE MODE"))
+        self.pid = self.conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
 
     def release(self) -> None:
         self.tx.rollback()
@@ -157,12 +151,16 @@ class Locked:
         self.engine.dispose()
 
 
-def waiting_backends(url: str) -> list[int]:
+def waiting_backends(url: str, locker: int) -> list[int]:
+    """Backends held up by this test's lock (other xdist workers' tests lock their own orders tables)."""
     engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
     try:
         with engine.connect() as conn:
-            q = "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM orders%'"
-            return list(conn.execute(sa.text(q)).scalars())
+            q = (
+                "SELECT pid FROM pg_stat_activity WHERE :locker = ANY(pg_blocking_pids(pid))"
+                " AND query LIKE '%FROM orders%'"
+            )
+            return list(conn.execute(sa.text(q), {"locker": locker}).scalars())
     finally:
         engine.dispose()
 
@@ -209,7 +207,7 @@ def test_a_dropped_connection_reaches_every_run_and_a_deadline_still_holds(pg, l
                     await hurried
                 pids: list[int] = []
                 for _ in range(100):
-                    pids = await asyncio.to_thread(waiting_backends, pg)
+                    pids = await asyncio.to_thread(waiting_backends, pg, locked.pid)
                     if pids:
                         break
                     await asyncio.sleep(0.05)
