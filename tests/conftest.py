@@ -6,6 +6,7 @@ suite's promise is that it ran against all three.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from pathlib import Path
@@ -128,3 +129,11 @@ def lockers_dir(tmp_path: Path) -> Path:
     d.mkdir()
     shutil.copyfile(LOCKERS, d / "lockers.yaml")
     return d
+
+
+@pytest.fixture()
+def loop():
+    """A fresh event loop for tests that drive the async API by hand (closed afterwards)."""
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()

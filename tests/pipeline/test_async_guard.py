@@ -41,13 +41,6 @@ def payloads(draw):
 
 
 @pytest.fixture()
-def loop():
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
-
-@pytest.fixture()
 def gates(demo_db, loop):
     url, policy, _store = demo_db
     sync = Guard(policy, url, domain="orders", config=CONFIG)
