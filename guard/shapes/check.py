@@ -353,10 +353,19 @@ class _Analysis:
                                 self.use(tok, self.fields_of(m, m.entities, "integer"), m.text)
 
     def on_label_line(self, node: Tree[Any], within: set[str] | None = None) -> None:
+        """A label and what follows it; labels joined by ";" ("Status: {status}; Carrier: {carrier}") each bind
+        their own values; "Tracking for order {id}: ..." names whose attribute the label is."""
+        parts = [ch for ch in node.children if isinstance(ch, Tree) and ch.data == "label_part"]
+        if parts:
+            for part in parts:
+                self.on_label_line(part, within)
+            return
         label = next(ch for ch in node.children if isinstance(ch, Tree) and ch.data == "label")
         head = next(ch for ch in label.children if isinstance(ch, Tree))
         if head.data == "subject":
             ents, attr = self.on_subject(head), None
+        elif any(isinstance(ch, Tree) and ch.data == "subject" for ch in label.children):
+            ents, attr = self.attr_np(label)
         else:
             ents, attr = self.attr_np(head)
         if within:
@@ -447,9 +456,18 @@ def _parse(lib: Library, toks: list[Token], inferred: dict[int, str]) -> Tree[An
         try:
             return lib.lark.parse(toks, start="start")
         except lark.exceptions.UnexpectedToken as exc:
-            idx = len(toks) if exc.token.type == "$END" else toks.index(exc.token)
+            idx = len(toks) if exc.token.type == "$END" else _position(toks, exc.token)
             raise _Failed(idx, exc.interactive_parser) from None
     return _feed(lib.lark.parse_interactive(None, start="start"), toks, 0, inferred)
+
+
+def _position(toks: list[Token], tok: Token) -> int:
+    """Where the parser stopped: tokens compare equal by their text, so ``list.index`` would find the first
+    "for" of a sentence that failed at its second one."""
+    return next(
+        (i for i, t in enumerate(toks) if t is tok),
+        next((i for i, t in enumerate(toks) if t.start_pos == tok.start_pos and t.type == tok.type), len(toks)),
+    )
 
 
 def _feed(ip: Any, toks: list[Token], i: int, inferred: dict[int, str]) -> Tree[Any]:

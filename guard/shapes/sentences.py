@@ -27,10 +27,10 @@ from guard.shapes.compiler import NEVER, SCREEN, SLOT_TERMINALS, Compiled, compi
 
 _WORD = regex.compile(r"'[sS]\b|[A-Za-z0-9]+(?:'(?![sS]\b)[A-Za-z0-9]+|-[A-Za-z0-9]+)*")
 _PUNCT = frozenset(",.;:!?#()/&-")
-# curly quotes read as straight ones; a dash or a middle dot between two parts of a line reads as a comma (one
-# character for one, so positions stay)
+# curly quotes read as straight ones; a dash or a middle dot between two parts of a line reads as a comma, a bar
+# as a semicolon (one character for one, so positions stay)
 _QUOTES = str.maketrans(
-    {"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2014": ",", "\u2013": ",", "\u00b7": ","}
+    {"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2014": ",", "\u2013": ",", "\u00b7": ",", "|": ";"}
 )
 # "item(s)" reads as "items", the plural people mean (three characters for three, so positions stay)
 _PLURAL = regex.compile(r"(?<=[A-Za-z])\(s\)")

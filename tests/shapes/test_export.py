@@ -13,7 +13,7 @@ import regex
 from guard.errors import GrammarError
 from guard.shapes import check_template, load_domain, to_lark, to_regex
 from guard.shapes.coverage import read_records, slot_types
-from guard.shapes.export import sentence_count
+from guard.shapes.export import LLGUIDANCE_MAX_ITEMS_IN_ROW, sentence_count
 
 llg = pytest.importorskip("llguidance")
 
@@ -42,7 +42,8 @@ def _tokenizer():
 
 
 def _accepts(grammar: str, text: str) -> bool:
-    m = llg.LLMatcher(_tokenizer(), grammar, log_level=0)
+    limits = llg.LLParserLimits(max_items_in_row=LLGUIDANCE_MAX_ITEMS_IN_ROW)
+    m = llg.LLMatcher(_tokenizer(), grammar, log_level=0, limits=limits)
     return m.consume_tokens(list(text.encode("utf-8"))) and m.is_accepting()
 
 
