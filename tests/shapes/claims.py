@@ -20,3 +20,8 @@ class C:
 def errors(report: Any) -> list[str]:
     """The messages of a report's error findings."""
     return [f.message for f in report.findings if f.severity is Severity.ERROR]
+
+
+def fields(report: Any) -> dict[str, tuple[str, ...]]:
+    """The fields each slot of a report may show, by slot name."""
+    return {u.slot: u.fields for u in report.bindings.uses}

@@ -14,6 +14,7 @@ import pytest
 from guard.shapes import bind, check_template, load_library
 from tests.shapes.claims import C
 from tests.shapes.claims import errors as _errors
+from tests.shapes.claims import fields as _fields
 
 TYPES = {
     "order_id": "identifier",
@@ -135,10 +136,6 @@ def test_the_frames_are_accepted(domain, text):
 def test_claims_inside_the_frames_are_refused(domain, text):
     report = check_template(text, load_library(domain), TYPES)
     assert _errors(report), text
-
-
-def _fields(report) -> dict[str, tuple[str, ...]]:
-    return {u.slot: u.fields for u in report.bindings.uses}
 
 
 def test_a_changed_email_and_an_approved_account_need_their_witness():
