@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from guard.errors import GrammarError
 from guard.shapes import check_template, load_domain, to_lark, to_regex
 from guard.shapes.coverage import read_records, slot_types
-from guard.shapes.export import LLGUIDANCE_MAX_ITEMS_IN_ROW, sentence_count
+from guard.shapes.export import compact, sentence_count
 
 llg = pytest.importorskip("llguidance")
 
@@ -42,8 +44,8 @@ def _tokenizer():
 
 
 def _accepts(grammar: str, text: str) -> bool:
-    limits = llg.LLParserLimits(max_items_in_row=LLGUIDANCE_MAX_ITEMS_IN_ROW)
-    m = llg.LLMatcher(_tokenizer(), grammar, log_level=0, limits=limits)
+    """Whether llguidance, with its default limits, reads ``text`` to the end of the grammar."""
+    m = llg.LLMatcher(_tokenizer(), grammar, log_level=0)
     return m.consume_tokens(list(text.encode("utf-8"))) and m.is_accepting()
 
 
@@ -149,3 +151,89 @@ def test_a_fused_pair_is_two_words_to_llguidance(domain, text, ok):
     assert check_template(text, lib, types).ok is ok
     grammar = llg.LLMatcher.grammar_from_lark(to_lark(lib, _names(types)))
     assert _accepts(grammar, text) is ok
+
+
+# -- compaction keeps the language -----------------------------------------------------------------------------
+_WORDS = ("/a/i", "/b/i", "/c/i", '","')
+_ALPHABET = ("a", "b", "c", ",")
+
+
+def _bodies(rule_names: list[str]):
+    atom = st.sampled_from(list(_WORDS) + rule_names)
+
+    def extend(inner):
+        seq = st.lists(inner, min_size=1, max_size=3).map(" ".join)
+        alts = st.lists(seq, min_size=1, max_size=3).map(" | ".join)
+        return st.one_of(alts.map(lambda a: f"({a})"), alts.map(lambda a: f"[{a}]"))
+
+    item = st.recursive(atom, extend, max_leaves=6)
+    seq = st.lists(item, min_size=1, max_size=3).map(" ".join)
+    return st.lists(seq, min_size=1, max_size=4).map(" | ".join)
+
+
+@st.composite
+def _grammars(draw):
+    """A few rules over three words and a comma; a rule refers only to rules after it, so nothing recurses."""
+    names = ["start", "r1", "r2", "r3"]
+    return {name: draw(_bodies(names[i + 1 :])) for i, name in enumerate(names)}
+
+
+def _language(rules: dict[str, str], max_len: int = 6) -> set[tuple[str, ...]]:
+    """Every token sequence of up to ``max_len`` tokens the rules accept, enumerated (the rules do not recurse): a
+    reference that reads the Lark subset on its own, a terminal pattern standing for each word it matches."""
+    tokens = regex.compile(r'\s*(/(?:[^/\\]|\\.)+/i|"[^"]*"|\w+|[()\[\]|])')
+
+    def lang(name: str) -> set[tuple[str, ...]]:
+        toks, pos = tokens.findall(rules[name]), 0
+
+        def alts() -> set[tuple[str, ...]]:
+            nonlocal pos
+            out = seq()
+            while pos < len(toks) and toks[pos] == "|":
+                pos += 1
+                out |= seq()
+            return out
+
+        def seq() -> set[tuple[str, ...]]:
+            nonlocal pos
+            out: set[tuple[str, ...]] = {()}
+            while pos < len(toks) and toks[pos] not in ("|", ")", "]"):
+                tok = toks[pos]
+                pos += 1
+                if tok in ("(", "["):
+                    part = alts()
+                    pos += 1
+                    part = part | {()} if tok == "[" else part
+                elif tok.startswith("/"):
+                    part = {(w,) for w in _ALPHABET if regex.fullmatch(tok[1:-2], w, flags=regex.I)}
+                elif tok.startswith('"'):
+                    part = {(tok[1:-1],)}
+                else:
+                    part = lang(tok)
+                out = {a + b for a in out for b in part if len(a) + len(b) <= max_len}
+            return out
+
+        return alts()
+
+    return lang("start")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_grammars())
+def test_compaction_keeps_the_language(rules):
+    """The compacted rules (inlined, left-factored, words merged) accept exactly the token sequences the rules do."""
+    compacted = compact(rules, keep=("start",))
+    assert set(compacted) <= set(rules) and "start" in compacted
+    assert _language(compacted) == _language(rules)
+
+
+def test_compaction_merges_words_and_factors_shared_beginnings():
+    out = compact({"start": "x | y", "x": "/has/i /shipped/i | /has/i /been/i /sent/i", "y": "/ok/i | /fine/i"})
+    assert out == {"start": "/has/i (/shipped/i | /been/i /sent/i) | /(?:ok|fine)/i"}
+
+
+def test_the_orders_export_stays_under_llguidances_default_row_limit():
+    lib = load_domain("orders")
+    grammar = llg.LLMatcher.grammar_from_lark(to_lark(lib))
+    for text in ["Here are the details: Your order {order_id} has shipped.", "Hi {name},", "Order total: {total}"]:
+        assert _accepts(grammar, text), text
