@@ -412,9 +412,11 @@ class _Analysis:
                 ents = s if ents is None else ents & s
         chosen = meta.entities if ents is None or "" in meta.entities else (ents & meta.entities) or meta.entities
         covered = {id(t) for s in node.find_data("subject") for t in _slots(s)}
-        for tok in _slots(node):
-            if id(tok) not in covered:
-                self.use(tok, self.fields_of(meta, chosen, _TERMINAL_TYPES.get(tok.type, "")), meta.text)
+        own = [tok for tok in _slots(node) if id(tok) not in covered]
+        types = [_TERMINAL_TYPES.get(tok.type, "") for tok in own]
+        placed = meta.placed(types) or [None] * len(own)
+        for tok, type_, fields in zip(own, types, placed):
+            self.use(tok, fields if fields is not None else self.fields_of(meta, chosen, type_), meta.text)
         self.want(meta, chosen, node)
         return {e for e in chosen if e}
 

@@ -73,6 +73,51 @@ def _statement_slots(trees: Iterable[Node]) -> tuple[tuple[str, tuple[str, ...]]
     return tuple((t, tuple(sorted(fs))) for t, fs in sorted(by_type.items()))
 
 
+SlotOrder = tuple[tuple[str, str], ...]
+"""The (claim type, field) of a statement's own slots in the order one of its wordings writes them ("" for a slot
+that names no field)."""
+MAX_SLOT_ORDERS = 64
+_SUBJECT_REFS = frozenset({"subject", "object"})
+"""References whose slots the subject binds, not the statement."""
+_SLOTLESS_REFS = frozenset({"det", "noun", "screen"})
+
+
+def _slot_orders(tree: Node, has_slots: Callable[[str], bool]) -> tuple[SlotOrder, ...] | None:
+    """Every order in which a statement's wordings write its own slots, so that the n-th slot of a sentence shows
+    the field written n-th ("from {string:device} [in {string:location}]": a second string slot is the location,
+    never the device). None where a part the statement refers to brings slots of its own, or the orders are too
+    many: its slots are then bound by claim type alone."""
+
+    def go(n: Node) -> set[SlotOrder] | None:
+        if isinstance(n, (Word, Punct)):
+            return {()}
+        if isinstance(n, Slot):
+            return {((n.type, n.field or ""),)}
+        if isinstance(n, Ref):
+            if n.name in _SUBJECT_REFS or n.name in _SLOTLESS_REFS:
+                return {()}
+            return None if n.name in _RULES or has_slots(n.name) else {()}
+        if isinstance(n, Opt):
+            body = go(n.body)
+            return None if body is None else {(), *body}
+        parts = [go(o) for o in (n.options if isinstance(n, Alt) else n.items)]
+        if any(p is None for p in parts):
+            return None
+        if isinstance(n, Alt):
+            return set().union(*parts)  # type: ignore[arg-type]
+        out: set[SlotOrder] = {()}
+        for p in parts:
+            out = {a + b for a in out for b in p}  # type: ignore[union-attr]
+            if len(out) > MAX_SLOT_ORDERS:
+                return None
+        return out
+
+    orders = go(tree)
+    if orders is None or len(orders) > MAX_SLOT_ORDERS:
+        return None
+    return tuple(sorted(orders))
+
+
 @dataclass(frozen=True)
 class Binding:
     """What one entity's reading of a rule means: the fields its slots show (by claim type) and the claims any
@@ -98,6 +143,22 @@ class RuleMeta:
     bindings: tuple[Binding, ...]
     text: str = ""
     """One wording of the rule, for messages."""
+    slot_orders: tuple[SlotOrder, ...] | None = None
+    """For a statement: the orders its own slots come in (:func:`_slot_orders`); None: bound by type alone."""
+
+    def placed(self, types: Sequence[str]) -> list[tuple[str, ...] | None] | None:
+        """The fields each of a statement's own slots (of these claim types, in sentence order) may show by its
+        place; None for a place, or for all, that only the claim type decides."""
+        if self.slot_orders is None:
+            return None
+        fits = [o for o in self.slot_orders if len(o) == len(types) and all(t == ot for t, (ot, _) in zip(types, o))]
+        if not fits:
+            return None
+        out: list[tuple[str, ...] | None] = []
+        for i in range(len(types)):
+            fields = {o[i][1] for o in fits}
+            out.append(None if "" in fields else tuple(sorted(fields)))
+        return out
 
     @property
     def entities(self) -> frozenset[str]:
@@ -262,6 +323,15 @@ class _Compiler:
         self._expanding.pop()
         self._expanded[name] = list(dict.fromkeys(out))
         return self._expanded[name]
+
+    def class_has_slots(self, name: str, seen: frozenset[str] = frozenset()) -> bool:
+        if name in _RULES or name not in self.class_src or name in seen:
+            return name in _RULES
+        return any(
+            isinstance(leaf, Slot) or (isinstance(leaf, Ref) and self.class_has_slots(leaf.name, seen | {name}))
+            for tree in self.class_trees(name)
+            for leaf in leaves(tree)
+        )
 
     def phrase_set(self, phrases: Iterable[str], context: str, where: str) -> list[tuple[Atom, ...]]:
         out: list[tuple[Atom, ...]] = []
@@ -500,7 +570,8 @@ class _Compiler:
                     # read like a statement, so that its slots show those fields
                     name = f"y{tag}_{cls}_{j}"
                     self.rules.append((name, expr))
-                    self.meta[name] = RuleMeta("statement", (Binding("", slots, ()),), p)
+                    orders = _slot_orders(tree, self.class_has_slots)
+                    self.meta[name] = RuleMeta("statement", (Binding("", slots, ()),), p, orders)
                     alts.append(name)
             self.rules.append((cls, "\n    | ".join(alts) if alts else self.never(cls)))
         alts = []
@@ -521,7 +592,7 @@ class _Compiler:
                     bindings = tuple(Binding(e, slots, _proofs(w)) for e, w in sorted(st.witnesses.items()))
                 else:
                     bindings = (Binding(st.entity or "", slots, st.proofs),)
-                self.meta[name] = RuleMeta("statement", bindings, form)
+                self.meta[name] = RuleMeta("statement", bindings, form, _slot_orders(tree, self.class_has_slots))
                 alts.append(name)
         self.rules.append(("stmt", " | ".join(alts) if alts else self.never("stmt")))
 

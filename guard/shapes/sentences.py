@@ -28,10 +28,22 @@ from guard.shapes.compiler import NEVER, SCREEN, SLOT_TERMINALS, Compiled, compi
 _WORD = regex.compile(r"'[sS]\b|[A-Za-z0-9]+(?:'(?![sS]\b)[A-Za-z0-9]+|-[A-Za-z0-9]+)*")
 _PUNCT = frozenset(",.;:!?#()/&-")
 # curly quotes read as straight ones; a dash or a middle dot between two parts of a line reads as a comma, a bar
-# as a semicolon (one character for one, so positions stay)
+# or a bullet as a semicolon (one character for one, so positions stay)
 _QUOTES = str.maketrans(
-    {"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2014": ",", "\u2013": ",", "\u00b7": ",", "|": ";"}
+    {
+        "\u2019": "'",
+        "\u2018": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2014": ",",
+        "\u2013": ",",
+        "\u00b7": ",",
+        "|": ";",
+        "\u2022": ";",
+    }
 )
+# an emoji says nothing a checker could verify or a reader could take as a fact: it reads as a blank
+_EMOJI = regex.compile(r"[\p{Extended_Pictographic}\uFE0F\u200D]")
 # "item(s)" reads as "items", the plural people mean (three characters for three, so positions stay)
 _PLURAL = regex.compile(r"(?<=[A-Za-z])\(s\)")
 
@@ -44,7 +56,7 @@ _SLOT = regex.compile(r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1')
 _FAST = regex.compile(
     r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1'
     r"|('[sS]\b|[A-Za-z0-9]+(?:'(?![sS]\b)[A-Za-z0-9]+|-[A-Za-z0-9]+)*)"
-    r"|(\S)"
+    r"|([^\s\p{Extended_Pictographic}\uFE0F\u200D])"
 )
 """:func:`tokens` in one pass of one expression (slot | word | any other visible character), for
 :meth:`Library.lark_tokens`; tests/shapes/test_lexicon.py checks they agree."""
@@ -152,7 +164,7 @@ def tokens(text: str, claim: frozenset[str] = frozenset()) -> list[Tok]:
     i = 0
     while i < len(norm):
         ch = norm[i]
-        if ch.isspace():
+        if ch.isspace() or _EMOJI.match(ch):
             i += 1
             continue
         if i in names:

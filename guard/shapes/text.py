@@ -10,6 +10,8 @@ import regex
 ABBREVIATIONS = ("no", "nr", "est", "ref", "approx", "incl", "excl", "qty", "tel", "dept", "mr", "mrs", "ms", "dr")
 """Words written with a full stop that does not end the sentence ("Order no. {id}", "Est. delivery {eta}")."""
 _BOUNDARY = regex.compile(r"[ \t]*\n\s*|(?<=[.!?])(?<!\b(?i:" + "|".join(ABBREVIATIONS) + r")\.)[ \t]+(?=\S)")
+_BLANK = regex.compile(r"[\s\p{Extended_Pictographic}\uFE0F\u200D]*")
+"""What a unit holding nothing else is not a unit of: blanks and emoji ("Thanks! \U0001f60a" is one sentence)."""
 
 
 @dataclass(frozen=True)
@@ -32,10 +34,10 @@ def split_sentences(template: str) -> list[Sentence]:
     out: list[Sentence] = []
     pos = begin
     for m in _BOUNDARY.finditer(template, begin, stop):
-        if m.start() > pos:
+        if m.start() > pos and not _BLANK.fullmatch(template, pos, m.start()):
             out.append(Sentence(len(out), pos, m.start(), template[pos : m.start()]))
         pos = m.end()
-    if stop > pos:
+    if stop > pos and not _BLANK.fullmatch(template, pos, stop):
         out.append(Sentence(len(out), pos, stop, template[pos:stop]))
     return out
 

@@ -46,16 +46,24 @@ def test_units_break_after_stops_and_at_line_breaks_but_not_after_abbreviations(
     ]
 
 
+EMOJI = "\U0001f60a\U0001f44b\u2764\ufe0f"
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("ab .!?,\n\t{}")), max_size=60))
+@given(st.text(alphabet=st.sampled_from(list("ab .!?,\n\t{}" + EMOJI)), max_size=60))
 def test_units_are_in_order_and_cover_every_visible_character(text):
     units = split_sentences(text)
     covered = set()
     for i, u in enumerate(units):
         assert u.index == i and text[u.start : u.end] == u.text and u.text == u.text.strip()
+        assert any(not ch.isspace() and ch not in EMOJI for ch in u.text)
         covered.update(range(u.start, u.end))
-    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())
+    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace() and ch not in EMOJI)
     assert all(a.end <= b.start for a, b in zip(units, units[1:]))
+
+
+def test_an_emoji_after_a_sentence_is_not_a_unit_of_its_own():
+    assert [s.text for s in split_sentences("Thanks! \U0001f60a\n\U0001f44b\nBye.")] == ["Thanks!", "Bye."]
 
 
 # -- text as people type it ----------------------------------------------------------------------

@@ -217,10 +217,8 @@ def test_new_slots_bind_their_fields():
     report = check_template(
         "We noticed a new sign-in to your account from {device} in {location}.", load_library("account"), TYPES
     )
-    # a statement binds its slots by type, so two string slots of one statement may each be either field: the
-    # claims are still checked against their own fields, but a swapped pair is not a finding (stop 36 note)
-    both = ("account.last_login_device", "account.last_login_location")
-    assert _fields(report) == {"device": both, "location": both}
+    # two string slots of one statement bind by place: the first is the device, the second the location
+    assert _fields(report) == {"device": ("account.last_login_device",), "location": ("account.last_login_location",)}
     report = check_template(
         "Your package for order {order_id} is with {carrier} under tracking number {tracking_number}.",
         load_library("orders"),

@@ -139,10 +139,14 @@ def _reference_lark_tokens(lib, text: str, types: dict[str, str]) -> list[tuple[
 @settings(max_examples=400, deadline=None)
 @example(text="aS>S")  # a path starts at a word boundary, never inside a word
 @example(text="Thanks \u2014 it shipped \u00b7 Order")
+@example(text="Hi! \U0001f44b Order {d} \u2022 Total: {x} \u2764\ufe0f")
 @given(
-    st.lists(st.sampled_from([*"abSK '’‘“”\"{}xd.,#5->\n\u212a\u0130é", "Tap ", "select ", "Now"]), max_size=50).map(
-        "".join
-    )
+    st.lists(
+        st.sampled_from(
+            [*"abSK '’‘“”\"{}xd.,#5->\n\u212a\u0130é\u2022|", "Tap ", "select ", "Now", "\U0001f44b", "\u2764\ufe0f"]
+        ),
+        max_size=50,
+    ).map("".join)
 )
 def test_the_one_pass_lexer_agrees_with_the_readable_one(orders, text):
     types = {"d": "date", "x": "money"}
