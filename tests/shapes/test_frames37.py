@@ -1,6 +1,6 @@
 """Frames of stop 37, from answers a second author wrote as a model would for the demo's orders (a status after
 "has been", a bare order id, bullets between labels, "which came to", three coordinated predicates, a comma
-splice, "great news", emoji) and from support macros, letters and text messages about accounts. Each is
+splice, emoji) and from support macros, letters and text messages about accounts. Each is
 accepted as written, refused with a claim added, and states still need their witness."""
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ TYPES = {
 
 ACCEPTED = [
     ("orders", "Order {order_id} has been {status}."),
-    ("orders", "Great news, {name}: order {order_id} has been {status}!"),
     ("orders", "Good news, {customer_name} \u2014 your order {order_id} has been {status}!"),
     ("orders", "Order {order_id} \u2022 Status: {status} \u2022 Total: {total}"),
     ("orders", "Hiya {name}! \U0001f44b Order {order_id} is {status} \u2014 estimated arrival {eta}."),
@@ -66,7 +65,8 @@ def test_the_frames_are_accepted(domain, text):
     ("domain", "text"),
     [
         ("orders", "Order {order_id} has been {status}, two days early."),
-        ("orders", "Great news, {name}: order {order_id} has been {status} ahead of schedule!"),
+        ("orders", "Great news, {name}: order {order_id} has been {status}!"),
+        ("orders", "Good news, {name}: order {order_id} has been {status} ahead of schedule!"),
         ("orders", "Order {order_id} \u2022 Status: {status} \u2022 Delivery: free"),
         ("orders", "Hiya {name}! \U0001f44b Order {order_id} is {status} and arriving by Friday."),
         ("orders", "Quick update on {order_id}: it was dispatched on {dispatch_date} because of the backlog."),
