@@ -1,4 +1,4 @@
-"""``guard grammars list|show|export``: the sentence libraries, for template authors and decoding engines."""
+"""``guard grammars list|show|check|export``: the sentence libraries, for template authors and decoding engines."""
 
 from __future__ import annotations
 
@@ -47,6 +47,27 @@ def show_cmd(
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
     else:
         sys.stdout.write(render(info))
+
+
+@grammars_app.command("check")
+def check_cmd(
+    domains: list[str] = typer.Argument(None, help="Domains to check (default: every domain found)."),
+    grammar_dir: Path | None = GRAMMAR_DIR,
+    full: bool = typer.Option(False, "--full", help="Also build the LALR(1) tables, which finds conflicts (minutes)."),
+) -> None:
+    """Compile each lexicon and lower it to Lark rules: every error but a conflict, in seconds per domain."""
+    from guard.shapes.sentences import check_library, domain_dir, list_domains, load_library
+
+    with _errors():
+        names = list(domains or list_domains(grammar_dir))
+        for name in names:
+            base = domain_dir(name, grammar_dir)
+            found = check_library(name, base)
+            if full:
+                load_library(name, base)
+            kinds = ", ".join(f"{n} {k}" for k, n in found.kinds.items())
+            tables = "; LALR(1) tables built" if full else ""
+            typer.echo(f"{name}: ok, {found.rules} rules, {found.terminals} terminals ({kinds}){tables}")
 
 
 @grammars_app.command("export")

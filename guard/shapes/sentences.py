@@ -10,6 +10,7 @@ import gc
 import hashlib
 import os
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from guard._resources import data_path
 from guard.errors import GrammarError
 from guard.shapes import tables
 from guard.shapes.compiler import NEVER, SCREEN, SLOT_TERMINALS, Compiled, compile_files
+from guard.shapes.text import EMOJI
 
 _WORD = regex.compile(r"'[sS]\b|[A-Za-z0-9]+(?:'(?![sS]\b)[A-Za-z0-9]+|-[A-Za-z0-9]+)*")
 _PUNCT = frozenset(",.;:!?#()/&-")
@@ -42,8 +44,7 @@ _QUOTES = str.maketrans(
         "\u2022": ";",
     }
 )
-# an emoji says nothing a checker could verify or a reader could take as a fact: it reads as a blank
-_EMOJI = regex.compile(r"[\p{Extended_Pictographic}\uFE0F\u200D]")
+_EMOJI = regex.compile(rf"[{EMOJI}]")
 # "item(s)" reads as "items", the plural people mean (three characters for three, so positions stay)
 _PLURAL = regex.compile(r"(?<=[A-Za-z])\(s\)")
 
@@ -56,7 +57,7 @@ _SLOT = regex.compile(r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1')
 _FAST = regex.compile(
     r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1'
     r"|('[sS]\b|[A-Za-z0-9]+(?:'(?![sS]\b)[A-Za-z0-9]+|-[A-Za-z0-9]+)*)"
-    r"|([^\s\p{Extended_Pictographic}\uFE0F\u200D])"
+    rf"|([^\s{EMOJI}])"
 )
 """:func:`tokens` in one pass of one expression (slot | word | any other visible character), for
 :meth:`Library.lark_tokens`; tests/shapes/test_lexicon.py checks they agree."""
@@ -338,6 +339,39 @@ def _beside(base: Path, name: str) -> Path:
     return own if own.is_file() else shipped_lexicons() / name
 
 
+def _files(domain: str, lexicon_dir: Path | None) -> tuple[Path, Path, Path]:
+    """The lexicon, core and composition files a domain is compiled from."""
+    base = lexicon_dir or shipped_lexicons()
+    path = base / f"{domain}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in base.glob("*.yaml") if p.stem != "core" and "." not in p.stem)
+        raise GrammarError(f"unknown domain {domain!r}; known domains: {', '.join(known)}", location=domain)
+    return (path, _beside(base, "core.yaml"), _beside(base, "compose.lark"))
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What :func:`check_library` found: the files read and the size of the grammar they make."""
+
+    domain: str
+    files: tuple[Path, Path, Path]
+    rules: int
+    terminals: int
+    kinds: dict[str, int]
+    """Generated rules with a meaning, by kind (statement, state, label, ...)."""
+
+
+def check_library(domain: str, lexicon_dir: Path | None = None) -> Checked:
+    """Compile a domain's lexicon and lower it to Lark rules without the LALR analysis: every error but a
+    conflict (a phrase with a claim word, a name used and not defined, a rule defined twice) in seconds, for an
+    author editing a lexicon; :func:`load_library` then finds conflicts, and names both rules."""
+    files = _files(domain, lexicon_dir)
+    compiled = compile_files(domain, *files)
+    terminals, rules = tables.lower(compiled, STARTS, files[0].name)
+    kinds = Counter(m.kind for m in compiled.meta.values())
+    return Checked(domain, files, len(rules), len(terminals), dict(sorted(kinds.items())))
+
+
 def load_library(domain: str, lexicon_dir: Path | None = None) -> Library:
     """A domain's library from ``<lexicon_dir>/<domain>.yaml`` (default: guard's ``grammars/lexicons``), with
     that directory's ``core.yaml`` and ``compose.lark`` where it has them and guard's otherwise.
@@ -345,12 +379,8 @@ def load_library(domain: str, lexicon_dir: Path | None = None) -> Library:
     The Lark tables are cached on disk by the digest of the generated grammar, so only the first load after a
     lexicon change pays for the LALR construction.
     """
-    base = lexicon_dir or shipped_lexicons()
-    path = base / f"{domain}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in base.glob("*.yaml") if p.stem != "core" and "." not in p.stem)
-        raise GrammarError(f"unknown domain {domain!r}; known domains: {', '.join(known)}", location=domain)
-    files = (path, _beside(base, "core.yaml"), _beside(base, "compose.lark"))
+    files = _files(domain, lexicon_dir)
+    path = files[0]
     stamp = (domain, *(_stat(f) for f in files))
     hit = _STAMPED.get(stamp)
     if hit is not None:
@@ -441,9 +471,14 @@ def load_domain(domain: str, grammar_dir: Any = None) -> Library:
 
     A hand-written ``<domain>.lark`` (the format before lexicons) is an error, never silently skipped.
     """
+    return load_library(domain, domain_dir(domain, grammar_dir))
+
+
+def domain_dir(domain: str, grammar_dir: Any = None) -> Path:
+    """The first grammar directory that holds ``<domain>.yaml``."""
     for d in grammar_dirs(grammar_dir):
         if (d / f"{domain}.yaml").is_file():
-            return load_library(domain, d)
+            return d
         if (d / f"{domain}.lark").is_file():
             raise GrammarError(
                 f"{d / (domain + '.lark')}: hand-written .lark sentence libraries are no longer read; write the "
@@ -461,6 +496,9 @@ __all__ = [
     "Library",
     "load_library",
     "load_domain",
+    "check_library",
+    "Checked",
+    "domain_dir",
     "list_domains",
     "grammar_dirs",
     "shipped_lexicons",

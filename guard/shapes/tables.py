@@ -68,6 +68,18 @@ def reference(source: str, lexer: type, starts: Iterable[str]) -> lark.Lark:
     return lark.Lark(source, **options(lexer, starts))
 
 
+def lower(compiled: Compiled, starts: Iterable[str], where: str) -> tuple[list[Any], list[Any]]:
+    """The generated source as Lark's terminals and rules, before any LALR analysis: a rule defined twice, an
+    undefined name or a bad terminal is a ``GrammarError`` here, in seconds rather than a build's minutes."""
+    try:
+        grammar, _ = load_grammar(compiled.source, "<lexicon>", [], False)
+        terminals, rules, _ignore = grammar.compile(list(starts), set())
+    except lark.exceptions.LarkError as exc:
+        first = " ".join(str(exc).strip().split())[:300]
+        raise GrammarError(f"{where} could not be compiled: {first}", location=where) from None
+    return terminals, rules
+
+
 def build(
     compile_with: Callable[[frozenset[tuple[str, ...]]], Compiled],
     lexer: type,
@@ -86,12 +98,7 @@ def build(
     inline: frozenset[tuple[str, ...]] = frozenset(hint)
     for _ in range(MAX_ROUNDS):
         compiled = compile_with(inline)
-        try:
-            grammar, _ = load_grammar(compiled.source, "<lexicon>", [], False)
-            terminals, rules, _ignore = grammar.compile(starts, set())
-        except lark.exceptions.LarkError as exc:
-            first = " ".join(str(exc).strip().split())[:300]
-            raise GrammarError(f"{where} could not be compiled: {first}", location=where) from None
+        terminals, rules = lower(compiled, starts, where)
         analysis = Analyzer(ParserConf(rules, {}, starts), debug=False, strict=False)
         found = analyse(analysis)
         if not found:

@@ -10,7 +10,10 @@ import regex
 ABBREVIATIONS = ("no", "nr", "est", "ref", "approx", "incl", "excl", "qty", "tel", "dept", "mr", "mrs", "ms", "dr")
 """Words written with a full stop that does not end the sentence ("Order no. {id}", "Est. delivery {eta}")."""
 _BOUNDARY = regex.compile(r"[ \t]*\n\s*|(?<=[.!?])(?<!\b(?i:" + "|".join(ABBREVIATIONS) + r")\.)[ \t]+(?=\S)")
-_BLANK = regex.compile(r"[\s\p{Extended_Pictographic}\uFE0F\u200D]*")
+EMOJI = r"\p{Extended_Pictographic}\uFE0F\u200D"
+"""The characters of an emoji, for a character class: they say nothing a checker could verify or a reader could
+take as a fact, so every lint stage reads them as blanks."""
+_BLANK = regex.compile(rf"[\s{EMOJI}]*")
 """What a unit holding nothing else is not a unit of: blanks and emoji ("Thanks! \U0001f60a" is one sentence)."""
 
 

@@ -218,3 +218,22 @@ def test_json_string_offsets_map_every_character(s: str, ascii_only: bool, inden
     assert offs is not None and len(offs) == len(s) + 1
     for i, ch in enumerate(s):
         assert json.loads('"' + text[offs[i] : offs[i + 1]] + '"') == ch
+
+
+def test_grammars_check_finds_lexicon_errors_without_building(run, lockers_dir: Path) -> None:
+    r = run("grammars", "check", "lockers", "--grammar-dir", lockers_dir)
+    assert r.exit_code == 0 and r.output.startswith("lockers: ok,") and "1 predicate" in r.output
+    assert "LALR" not in r.output
+    r = run("grammars", "check", "lockers", "--grammar-dir", lockers_dir, "--full")
+    assert r.exit_code == 0 and "LALR(1) tables built" in r.output
+    lexicon = lockers_dir / "lockers.yaml"
+    early = ', "was opened early on {date}"'
+    lexicon.write_text(lexicon.read_text().replace('opened on {date}"', 'opened on {date}"' + early))
+    r = run("grammars", "check", "lockers", "--grammar-dir", lockers_dir)
+    assert r.exit_code == 2 and "lockers.yaml:predicates[0]" in r.output and "'early'" in r.output
+    assert "Traceback" not in r.output
+    lexicon.write_text(lexicon.read_text().replace(early, ""))
+    (lockers_dir / "compose.lark").write_text('start: "a"\n')
+    r = run("grammars", "check", "lockers", "--grammar-dir", lockers_dir)
+    assert r.exit_code == 2 and "could not be compiled" in r.output and "used but not defined" in r.output
+    assert run("grammars", "check", "Lockers", "--grammar-dir", lockers_dir).exit_code == 2
