@@ -30,7 +30,7 @@ from guard.shapes.text import EMOJI
 _WORD = regex.compile(r"'[sS]\b|[A-Za-z0-9]+(?:'(?![sS]\b)[A-Za-z0-9]+|-[A-Za-z0-9]+)*")
 _PUNCT = frozenset(",.;:!?#()/&-")
 # curly quotes read as straight ones; a dash or a middle dot between two parts of a line reads as a comma, a bar
-# or a bullet as a semicolon (one character for one, so positions stay)
+# or a bullet or a slash as a semicolon, an arrow as a colon (one character for one, so positions stay)
 _QUOTES = str.maketrans(
     {
         "\u2019": "'",
@@ -42,6 +42,8 @@ _QUOTES = str.maketrans(
         "\u00b7": ",",
         "|": ";",
         "\u2022": ";",
+        "\u2192": ":",
+        "/": ";",
     }
 )
 _EMOJI = regex.compile(rf"[{EMOJI}]")

@@ -505,7 +505,7 @@ def test_the_compiler_writes_state_adverbs_and_labels_for_every_predicate(tmp_pa
         assert lib.parse(text, types) is not None, text
     for text in (
         "Your parcel left our depot on {d} at the moment.",
-        "Your parcel has been dispatched at the moment, for now.",
+        "Your parcel has been dispatched at the moment, at present.",
         "Your parcel has just been dispatched.",
         "Your parcel has usually been dispatched.",
         "Your parcel left now our depot on {d}.",

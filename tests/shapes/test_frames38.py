@@ -1,0 +1,122 @@
+"""Frames of stop 38, from answers a third author wrote as a model would for the demo's orders: an instruction
+after a fact or after a lead ("..., and you can track it in your account"; "As a {tier} member, you can ..."),
+up to five summary items, "Regarding <subject>:", formal and chat courtesies and help offers. Each is accepted
+as written and refused with a claim added."""
+
+from __future__ import annotations
+
+import pytest
+
+from guard.shapes import check_template, load_library
+from tests.shapes.claims import errors as _errors
+from tests.shapes.claims import fields as _fields
+
+TYPES = {
+    "order_id": "identifier",
+    "status": "enum",
+    "tier": "enum",
+    "name": "string",
+    "items": "integer",
+    "weight": "decimal",
+    "total": "money",
+    "amount": "money",
+    "eta": "date",
+    "shipped_at": "date",
+}
+
+ACCEPTED = [
+    "Your order {order_id} is {status}, and you can track it in your account.",
+    "As a {tier} member, you can track order {order_id} in your account.",
+    "Order total {total} \u00b7 {items} items \u00b7 status {status} \u00b7 weight {weight}",
+    "Good afternoon.",
+    "Regarding order {order_id}: it is {status}.",
+    "Hi {name}, order {order_id} is {status} for now.",
+    "Just checked \u2014 order {order_id} is {status}.",
+    "Please note that order {order_id}, valued at {amount}, has been {status}.",
+    "Your order {order_id} was shipped on {shipped_at} and has since been {status}.",
+    "You can expect it on {eta}.",
+    "Hope you love it! \U0001f60a",
+    "Please accept our thanks for your purchase.",
+    "We remain at your disposal for any further questions.",
+    "Anything else on your mind?",
+    "Want me to do anything else with it?",
+    "Let me know if there's anything I can do for you.",
+    "Feel free to ask if you have any other questions.",
+    "If any items are damaged, let us know.",
+    "{order_id}: {status}",
+    "{order_id} \u2192 {status}",
+    "Yep, {order_id} is {status}!",
+    "Thanks for being a {tier} customer, {name}!",
+    "Your order {order_id} is {status}, and you can keep an eye on it in your account.",
+    "If anything is missing or damaged, reply here and I'll look into it.",
+    "Order: {order_id} / Status: {status} / Items: {items}",
+    "As a {tier} member, you can find all your order details in your account.",
+]
+
+
+@pytest.mark.parametrize("text", ACCEPTED)
+def test_the_frames_are_accepted(text):
+    report = check_template(text, load_library("orders"), TYPES)
+    assert not _errors(report), _errors(report)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Your order {order_id} is {status}, and you can track it in your account from tomorrow.",
+        "As a {tier} member, you get free delivery on order {order_id}.",
+        "As a {tier} member, you can track order {order_id} faster than other customers.",
+        "Order total {total} \u00b7 {items} items \u00b7 status {status} \u00b7 free delivery",
+        "Regarding order {order_id}: it is {status} because of the strike.",
+        "Hi {name}, order {order_id} is {status} for now, but it should arrive on Friday.",
+        "Just checked \u2014 order {order_id} is {status}, earlier than usual.",
+        "Please note that order {order_id}, valued at {amount}, has been {status} at no cost.",
+        "Your order {order_id} was shipped on {shipped_at} and has since been {status} at 9:40.",
+        "You can expect it around Friday.",
+        "You can expect it on {eta}, guaranteed.",
+        "Hope you love it as much as last time!",
+        "We remain at your disposal for 48 hours.",
+        "Let me know if there's anything I can do for you before Monday.",
+        "{order_id}: {status} since Monday",
+        "{order_id} \u2192 {status}, free delivery",
+        "Yep, {order_id} is {status} and on schedule!",
+        "Thanks for being a {tier} customer for ten years, {name}!",
+        "Order: {order_id} / Status: {status} / Shipped: yesterday",
+        "Your order {order_id} is {status}, and you can keep an eye on it in your account until Friday.",
+        "If anything is missing or damaged, reply here within two days and I'll look into it.",
+        "As a {tier} member, you can find all your order details in your account within an hour.",
+    ],
+)
+def test_claims_inside_the_frames_are_refused(text):
+    report = check_template(text, load_library("orders"), TYPES)
+    assert _errors(report), text
+
+
+def test_the_new_places_bind_their_fields():
+    lib = load_library("orders")
+    report = check_template(
+        "Order total {total} \u00b7 {items} items \u00b7 status {status} \u00b7 weight {weight}", lib, TYPES
+    )
+    assert "order.total_minor" in _fields(report)["total"]
+    assert {k: v for k, v in _fields(report).items() if k != "total"} == {
+        "items": ("order.line_count",),
+        "status": ("order.status",),
+        "weight": ("order.weight_kg",),
+    }
+    report = check_template("Please note that order {order_id}, valued at {amount}, has been {status}.", lib, TYPES)
+    assert _fields(report)["amount"] == ("order.total_minor",)
+    report = check_template("You can expect it on {eta}.", lib, TYPES)
+    assert _fields(report) == {"eta": ("order.estimated_delivery",)}
+    report = check_template("As a {tier} member, you can track order {order_id} in your account.", lib, TYPES)
+    assert _fields(report)["tier"] == ("customer.tier",)
+
+
+def test_a_bare_id_is_the_order_it_names():
+    lib = load_library("orders")
+    found = _fields(check_template("{order_id}: {status}, {total}", lib, TYPES))
+    assert found["order_id"] == ("order.id",)
+    assert found["status"] == ("order.status",) and "order.total_minor" in found["total"]
+    found = _fields(check_template("Yep, {order_id} is {status}!", lib, TYPES))
+    assert found == {"order_id": ("order.id",), "status": ("order.status",)}
+    found = _fields(check_template("Thanks for being a {tier} customer, {name}!", lib, TYPES))
+    assert found["tier"] == ("customer.tier",)
