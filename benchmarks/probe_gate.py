@@ -10,8 +10,9 @@ orders templates ("answers 0 of 60 clean templates with true claims").
 
     .venv/bin/python benchmarks/probe_gate.py corpora/templates/probes/orders_gate_tuning.jsonl [-q]
 
-``-q`` prints the totals only (the way to read a blind set); otherwise each clean payload refused and each
-unverified one answered, with the findings' codes.
+``-q`` prints the totals only (the way to read a blind set), with how many refused clean payloads carry each
+finding code and how many have a claim not confirmed (counts, no wording); otherwise also each clean payload
+refused and each unverified one answered, with the findings' codes.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def main() -> int:
             }
         engine.dispose()
         tally: Counter[tuple[str, bool]] = Counter()
+        causes: Counter[str] = Counter()
         with RecordStore(url, demo.policy()) as store, Guard(demo.policy(), store, domain="orders") as gate:
             for it in items:
                 claims = [
@@ -94,6 +96,10 @@ def main() -> int:
                 answered = d.action.value == "answer"
                 tally[(it["label"], answered)] += 1
                 wrong = answered != (it["label"] == "clean")
+                if wrong and not answered:
+                    causes.update({f.code for f in d.findings})
+                    if any(r.status.value != "confirmed" for r in d.results):
+                        causes["claim not confirmed"] += 1
                 if wrong and not args.quiet:
                     codes = sorted({f.code for f in d.findings}) or [d.action.value]
                     unverified = [r.key for r in d.results if r.status.value != "confirmed"]
@@ -105,6 +111,11 @@ def main() -> int:
         f"{args.file.name}: clean answered {tally[('clean', True)]}/{clean}, "
         f"unverified answered {tally[('unverified', True)]}/{unverified}"
     )
+    if causes:
+        print(
+            "  refused clean, by cause (a payload counts once per code): "
+            + ", ".join(f"{c} {n}" for c, n in causes.most_common())
+        )
     return 0
 
 

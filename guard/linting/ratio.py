@@ -6,9 +6,11 @@ thresholds per domain: prose words per slot over the whole template (R401),
 and sentences of many words with no slot at all (R402).
 
 Sentences the shape stage approved as one of the library's phrase classes that state no fact
-(:data:`NO_FACT_KINDS`: "Thank you for your order.", "Hi {name},", "Kind regards,") are not prose here: the
+(:data:`NO_FACT_KINDS`: "Thank you for your order.", "Hi {name},", "Kind regards,", "Let me know if there's
+anything else I can do.", "You can track it in your account.", "Please see the details below.") are not prose here: the
 library's compiler refuses every claim-bearing word in them, so they cannot carry an unverified fact, and a
-template made only of them is not routing round the slots.
+template made only of them is not routing round the slots. A procedure ("Refunds go back to the original
+payment method.") states a rule of the organisation, so it still counts.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from guard.payload.slots import scan_template
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+(?:['\u2019\-][\p{L}\p{N}]+)*")
 
-NO_FACT_KINDS = frozenset({"courtesy", "greet_line", "sign_off_line", "signature_line", "ack"})
+NO_FACT_KINDS = frozenset(
+    {"courtesy", "greet_line", "sign_off_line", "signature_line", "ack", "contact", "instruction", "discourse"}
+)
 """Kinds of approved sentence (``SentenceResult.shape``) whose words are not counted as prose."""
 
 

@@ -10,7 +10,16 @@ from guard.linting.ratio import NO_FACT_KINDS, measure
 
 TYPES = {"name": "string", "order_id": "identifier", "d": "date"}
 STAGES = default_stages(freetext=False)
-COURTESY = ["Thank you for your order.", "We are happy to help.", "Thanks!", "Kind regards,", "Hi {name},"]
+COURTESY = [
+    "Thank you for your order.",
+    "We are happy to help.",
+    "Thanks!",
+    "Kind regards,",
+    "Hi {name},",
+    "Let me know if there's anything else I can do for you.",
+    "You can check the status of your order by logging into your account.",
+    "Please see the details below.",
+]
 
 
 def _codes(template: str) -> list[str]:
@@ -61,3 +70,25 @@ def test_a_state_said_in_prose_counts_as_a_fact_its_witness_proves() -> None:
     assert stated.slots == 2 and stated.sentence_words[1][1] == 1
     long = "Your order has been cancelled, and we moved everything around in the warehouse to make space for it.\n"
     assert "R402" in _codes(long)
+
+
+def test_help_offers_and_instructions_are_no_prose_but_a_procedure_is() -> None:
+    """A chat answer's long help offer and instruction carry no fact the library would admit; a procedure states a
+    rule of the organisation, which is prose a model could have made up."""
+    template = (
+        "Your order {order_id} shipped on {d}.\n"
+        "If anything is missing or damaged, reply to this message and we will look into it.\n"
+        "You can check the status of your order by logging into your account.\n"
+    )
+    result = lint(template, domain="orders", slot_types=TYPES, stages=STAGES)
+    assert [s.shape for s in result.sentences] == ["statement", "contact", "instruction"]
+    assert result.findings == [] and result.measures["ratio"].prose_words == 4
+    assert {"contact", "instruction", "discourse"} <= NO_FACT_KINDS and "procedure" not in NO_FACT_KINDS
+    policy = (
+        "Your order {order_id} shipped on {d}.\n"
+        "Refunds exclude the original delivery charge unless the item was faulty.\n"
+        "Refunds go back to the original payment method.\n"
+    )
+    result = lint(policy, domain="orders", slot_types=TYPES, stages=STAGES)
+    assert [s.shape for s in result.sentences] == ["statement", "procedure", "procedure"]
+    assert [f.code for f in result.findings] == ["R401"]
