@@ -47,12 +47,14 @@ _QUOTES = str.maketrans(
     }
 )
 _EMOJI = regex.compile(rf"[{EMOJI}]")
+# "e-mail" reads as "email" (the hyphen becomes a blank after the word, so positions stay)
+_EMAIL = regex.compile(r"\b([eE])-([mM][aA][iI][lL][sS]?)\b")
 # "item(s)" reads as "items", the plural people mean (three characters for three, so positions stay)
 _PLURAL = regex.compile(r"(?<=[A-Za-z])\(s\)")
 
 
 def _normal(text: str) -> str:
-    return _PLURAL.sub("s  ", text.translate(_QUOTES))
+    return _EMAIL.sub(r"\1\2 ", _PLURAL.sub("s  ", text.translate(_QUOTES)))
 
 
 _SLOT = regex.compile(r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1')
@@ -341,6 +343,11 @@ def _beside(base: Path, name: str) -> Path:
     return own if own.is_file() else shipped_lexicons() / name
 
 
+def _hint_path(domain: str, lexicon: Path) -> Path:
+    """Where the word groups the last build of this lexicon wrote out are kept (:func:`tables.build`)."""
+    return tables.cache_dir() / f"{domain}-{hashlib.sha256(str(lexicon.resolve()).encode()).hexdigest()[:12]}.hint"
+
+
 def _files(domain: str, lexicon_dir: Path | None) -> tuple[Path, Path, Path]:
     """The lexicon, core and composition files a domain is compiled from."""
     base = lexicon_dir or shipped_lexicons()
@@ -366,10 +373,15 @@ class Checked:
 def check_library(domain: str, lexicon_dir: Path | None = None) -> Checked:
     """Compile a domain's lexicon and lower it to Lark rules without the LALR analysis: every error but a
     conflict (a phrase with a claim word, a name used and not defined, a rule defined twice) in seconds, for an
-    author editing a lexicon; :func:`load_library` then finds conflicts, and names both rules."""
+    author editing a lexicon; :func:`load_library` then finds conflicts, and names both rules. Where an earlier
+    build wrote word groups out in place, the check lowers that form too (a group written out can repeat an
+    alternative written beside it)."""
     files = _files(domain, lexicon_dir)
     compiled = compile_files(domain, *files)
     terminals, rules = tables.lower(compiled, STARTS, files[0].name)
+    hint = tables.read_hint(_hint_path(domain, files[0]))
+    if hint:
+        tables.lower(compile_files(domain, *files, inline=hint), STARTS, files[0].name)
     kinds = Counter(m.kind for m in compiled.meta.values())
     return Checked(domain, files, len(rules), len(terminals), dict(sorted(kinds.items())))
 
@@ -399,10 +411,7 @@ def load_library(domain: str, lexicon_dir: Path | None = None) -> Library:
         with _collector_paused():
             stored = tables.read(cache)
             if stored is None:
-                hint = (
-                    tables.cache_dir()
-                    / f"{domain}-{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}.hint"
-                )
+                hint = _hint_path(domain, path)
                 compiled, parts = tables.build(
                     lambda inline: compile_files(domain, *files, inline=inline),
                     _TokenListLexer,

@@ -50,16 +50,30 @@ EMOJI = "\U0001f60a\U0001f44b\u2764\ufe0f"
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("ab .!?,\n\t{}" + EMOJI)), max_size=60))
+@given(st.text(alphabet=st.sampled_from(list("aB .!?,-\u2022\n\t{}" + EMOJI)), max_size=60))
 def test_units_are_in_order_and_cover_every_visible_character(text):
+    """Nothing visible is lost but emoji and a list bullet that stands, with blanks after it, just before a unit."""
     units = split_sentences(text)
     covered = set()
     for i, u in enumerate(units):
         assert u.index == i and text[u.start : u.end] == u.text and u.text == u.text.strip()
         assert any(not ch.isspace() and ch not in EMOJI for ch in u.text)
         covered.update(range(u.start, u.end))
-    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace() and ch not in EMOJI)
+    for i, ch in enumerate(text):
+        if not ch.isspace() and ch not in EMOJI and i not in covered:
+            assert ch in "-\u2022" and text[i + 1 : i + 2] in (" ", "\t")
     assert all(a.end <= b.start for a, b in zip(units, units[1:]))
+
+
+def test_a_bullet_is_not_part_of_its_unit_and_an_emoji_before_a_capital_ends_one():
+    text = "- Order ID: {order_id}\n\u2022 Status: {status}\nHi {name} \U0001f44b I checked it. Bye \U0001f60a now."
+    assert [s.text for s in split_sentences(text)] == [
+        "Order ID: {order_id}",
+        "Status: {status}",
+        "Hi {name} \U0001f44b",
+        "I checked it.",
+        "Bye \U0001f60a now.",
+    ]
 
 
 def test_an_emoji_after_a_sentence_is_not_a_unit_of_its_own():
