@@ -12,9 +12,9 @@ ABBREVIATIONS = ("no", "nr", "est", "ref", "approx", "incl", "excl", "qty", "tel
 EMOJI = r"\p{Extended_Pictographic}\uFE0F\u200D"
 """The characters of an emoji, for a character class: they say nothing a checker could verify or a reader could
 take as a fact, so every lint stage reads them as blanks."""
+_ABBREVIATED = "|".join(ABBREVIATIONS)
 _BOUNDARY = regex.compile(
-    r"[ \t]*\n\s*|(?<=[.!?])(?<!\b(?i:" + "|".join(ABBREVIATIONS) + r")\.)[ \t]+(?=\S)"
-    + rf"|(?<=[{EMOJI}])[ \t]+(?=\p{{Lu}})"
+    rf"[ \t]*\n\s*|(?<=[.!?])(?<!\b(?i:{_ABBREVIATED})\.)[ \t]+(?=\S)|(?<=[{EMOJI}])[ \t]+(?=\p{{Lu}})"
 )
 """A break after . ! ? (not after an abbreviation), at a line break, and after an emoji before a capital letter
 ("Hi {name} \U0001f44b I can see ...": the emoji ends the greeting as a full stop would)."""
