@@ -70,6 +70,15 @@ ACCEPTED = [
     "Good news about your order {order_id}: it is {status}.",
     "Thanks for waiting, {name}!",
     "If anything is missing or damaged, simply reply to this e-mail.",
+    "Should you wish to place a new order, our team will be glad to assist.",
+    "The total value of the order is {total}.",
+    "Dear Buyer, this is an automated reply.",
+    "Kind regards, the Seller.",
+    "Please be advised that order {order_id} is in status {status}.",
+    "Dear Customer, your order {order_id} consisting of {items} items was dispatched on {shipped_at}.",
+    "The order comprised {items} items.",
+    "Reply STOP to opt out.",
+    "I just checked order {order_id} for you \u2013 it's currently {status}.",
     "Your order {order_id} is {status}, and you can keep an eye on it in your account.",
     "If anything is missing or damaged, reply here and I'll look into it.",
     "Order: {order_id} / Status: {status} / Items: {items}",
@@ -117,6 +126,10 @@ def test_the_frames_are_accepted(text):
         "Hope you love everything, it's our best seller!",
         "Happy to help with anything else until 6pm.",
         "Hi {name} \U0001f44b Your order {order_id} is {status} and arrives Friday.",
+        "The total value of the order is {total}, less than last time.",
+        "Please be advised that order {order_id} is in status {status} since Monday.",
+        "The order comprised {items} items, all in stock.",
+        "I just checked order {order_id} for you \u2013 it's currently {status} at the Leeds depot.",
         "Your order {order_id} is {status}, and you can keep an eye on it in your account until Friday.",
         "If anything is missing or damaged, reply here within two days and I'll look into it.",
         "As a {tier} member, you can find all your order details in your account within an hour.",
@@ -155,3 +168,9 @@ def test_a_bare_id_is_the_order_it_names():
     assert found == {"order_id": ("order.id",), "status": ("order.status",)}
     found = _fields(check_template("Thanks for being a {tier} customer, {name}!", lib, TYPES))
     assert found["tier"] == ("customer.tier",)
+
+
+def test_a_count_after_consisting_of_binds_the_item_count():
+    lib = load_library("orders")
+    found = _fields(check_template("Your order {order_id} consisting of {items} items is {status}.", lib, TYPES))
+    assert found["items"] == ("order.line_count",)
