@@ -79,6 +79,9 @@ ACCEPTED = [
     "The order comprised {items} items.",
     "Reply STOP to opt out.",
     "I just checked order {order_id} for you \u2013 it's currently {status}.",
+    "It has {items} items totalling {total}.",
+    "It comes to {total} for {items} items.",
+    "Current status of {order_id}: {status}.",
     "Your order {order_id} is {status}, and you can keep an eye on it in your account.",
     "If anything is missing or damaged, reply here and I'll look into it.",
     "Order: {order_id} / Status: {status} / Items: {items}",
@@ -129,6 +132,9 @@ def test_the_frames_are_accepted(text):
         "The total value of the order is {total}, less than last time.",
         "Please be advised that order {order_id} is in status {status} since Monday.",
         "The order comprised {items} items, all in stock.",
+        "It has {items} items totalling {total}, a record for you.",
+        "It comes to {total} for {items} items, with free returns.",
+        "Current status of {order_id}: {status} since Tuesday.",
         "I just checked order {order_id} for you \u2013 it's currently {status} at the Leeds depot.",
         "Your order {order_id} is {status}, and you can keep an eye on it in your account until Friday.",
         "If anything is missing or damaged, reply here within two days and I'll look into it.",
@@ -174,3 +180,7 @@ def test_a_count_after_consisting_of_binds_the_item_count():
     lib = load_library("orders")
     found = _fields(check_template("Your order {order_id} consisting of {items} items is {status}.", lib, TYPES))
     assert found["items"] == ("order.line_count",)
+    found = _fields(check_template("It comes to {total} for {items} items.", lib, TYPES))
+    assert found == {"total": ("order.total_minor",), "items": ("order.line_count",)}
+    found = _fields(check_template("Current status of {order_id}: {status}.", lib, TYPES))
+    assert found == {"order_id": ("order.id",), "status": ("order.status",)}
