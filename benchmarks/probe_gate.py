@@ -97,7 +97,10 @@ def main() -> int:
                 tally[(it["label"], answered)] += 1
                 wrong = answered != (it["label"] == "clean")
                 if wrong and not answered:
-                    causes.update({f.code for f in d.findings})
+                    codes_here = {f.code for f in d.findings}
+                    causes.update(codes_here)
+                    if codes_here and all(c.startswith("R4") for c in codes_here):
+                        causes["slot ratio alone"] += 1
                     if any(r.status.value != "confirmed" for r in d.results):
                         causes["claim not confirmed"] += 1
                 if wrong and not args.quiet:

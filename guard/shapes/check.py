@@ -238,6 +238,8 @@ class _Analysis:
                 self.predicate(ch, first, None)
             elif ch.data == "attr_tail":
                 self.attr_tail(ch, first)
+            elif ch.data == "summary":
+                self.summary(ch, first or set(self.c.attributes), None)
             else:
                 self.walk(ch)
 
@@ -258,6 +260,8 @@ class _Analysis:
             ents = self.on_subject(kids[0])
             if "summary" in names:
                 self.summary(kids[names.index("summary")], ents, None)
+            if "value" in names:
+                self.value(kids[names.index("value")], ents, None)
             if "predicate" in names:
                 return self.predicate(kids[names.index("predicate")], ents, kids[0])
             return ents
@@ -360,9 +364,16 @@ class _Analysis:
             for part in parts:
                 self.on_label_line(part, within)
             return
-        label = next(ch for ch in node.children if isinstance(ch, Tree) and ch.data == "label")
+        label = next((ch for ch in node.children if isinstance(ch, Tree) and ch.data == "label"), None)
+        if label is None:
+            for ch in node.children:
+                if isinstance(ch, Tree) and ch.data == "summary":
+                    self.summary(ch, set(within or self.c.attributes), None)
+                elif isinstance(ch, Tree) and ch.data == "predicate":
+                    self.predicate(ch, within or None, None)
+            return
         head = next(ch for ch in label.children if isinstance(ch, Tree))
-        if head.data == "subject":
+        if head.data in ("subject", "pronoun"):
             ents, attr = self.on_subject(head), None
         elif any(isinstance(ch, Tree) and ch.data == "subject" for ch in label.children):
             ents, attr = self.attr_np(label)
@@ -401,7 +412,7 @@ class _Analysis:
                 visit(ch)
             elif isinstance(ch, Token) and ch.type in _TERMINAL_TYPES:
                 self.use(ch, (), "")
-        if any(isinstance(ch, Tree) and ch.data == "label" for ch in node.children):
+        if any(isinstance(ch, Tree) and ch.data in ("label", "summary") for ch in node.children):
             self.on_label_line(node, named)
 
     def on_statement_rule(self, node: Tree[Any], meta: RuleMeta) -> set[str]:

@@ -46,14 +46,23 @@ _QUOTES = str.maketrans(
         "/": ";",
     }
 )
+_DASHES = regex.compile("[\u2014\u2013\u00b7]")
+"""The second reading of a line with a dash or a middle dot: the first one is a colon, between a label and its
+values ("Status \u2014 {status}", "Order {id} \u2014 {n} items \u2014 {total}"), where the first reading (a comma)
+is a clause's aside."""
 _EMOJI = regex.compile(rf"[{EMOJI}]")
+# Markdown emphasis and code marks are formatting: "**Status:** {status}", "*{status}*", "`{order_id}`"
+_EMPHASIS = regex.compile(r"\*\*|(?<![\w*])\*(?=[^\s*])|(?<=[^\s*])\*(?![\w*])")
 # "e-mail" reads as "email" (the hyphen becomes a blank after the word, so positions stay)
 _EMAIL = regex.compile(r"\b([eE])-([mM][aA][iI][lL][sS]?)\b")
 # "item(s)" reads as "items", the plural people mean (three characters for three, so positions stay)
 _PLURAL = regex.compile(r"(?<=[A-Za-z])\(s\)")
 
 
-def _normal(text: str) -> str:
+def _normal(text: str, colon: bool = False) -> str:
+    text = _EMPHASIS.sub(lambda m: " " * len(m.group()), text.replace("`", "'"))
+    if colon and (m := _DASHES.search(text)) is not None:
+        text = f"{text[: m.start()]}:{text[m.end() :]}"
     return _EMAIL.sub(r"\1\2 ", _PLURAL.sub("s  ", text.translate(_QUOTES)))
 
 
@@ -248,11 +257,14 @@ class Library:
                 changed = changed or len(first[head]) != before
         return {k: frozenset(v) for k, v in first.items()}
 
-    def lark_tokens(self, text: str, slot_types: Mapping[str, str], screens: bool = True) -> list[Token]:
+    def lark_tokens(
+        self, text: str, slot_types: Mapping[str, str], screens: bool = True, colon: bool = False
+    ) -> list[Token]:
         """The Lark tokens of one unit (:func:`tokens`, typed: a slot by its claim type, a word by the
         terminal that spells it; UNKNOWN_WORD, OTHER and UNTYPED_SLOT are accepted nowhere). With ``screens``
-        off, screen names are read as words (a domain may list its menu items as words)."""
-        norm = _normal(text)
+        off, screen names are read as words (a domain may list its menu items as words); with ``colon``, a dash
+        or a middle dot reads as a colon."""
+        norm = _normal(text, colon)
         names = screen_names(norm, self.claim) if screens and self.screens else []
         if not names:
             return list(self._plain(norm, 0, len(norm), slot_types))
@@ -290,13 +302,16 @@ class Library:
 
     def readings(self, text: str, slot_types: Mapping[str, str]) -> Iterator[list[Token]]:
         """The token lists a unit may be read as, in order: with screen names, then (when it has any) with them
-        as plain words, since a domain may list menu items as words ("tap cancel order")."""
+        as plain words, since a domain may list menu items as words ("tap cancel order"); last, when it has a dash
+        or a middle dot, with those read as a colon ("Order {id} \u2014 {status}")."""
         toks = self.lark_tokens(text, slot_types)
         yield toks
         if any(t.type == SCREEN for t in toks):
             yield self.lark_tokens(text, slot_types, screens=False)
         if self.fused:
             yield from self._fusions(toks)
+        if _DASHES.search(text):
+            yield self.lark_tokens(text, slot_types, colon=True)
 
     def _fusions(self, toks: list[Token]) -> Iterator[list[Token]]:
         """Readings with two words made one fused token ("on your" as ``on+your``): each such pair alone, then

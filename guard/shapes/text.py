@@ -18,8 +18,9 @@ _BOUNDARY = regex.compile(
 )
 """A break after . ! ? (not after an abbreviation), at a line break, and after an emoji before a capital letter
 ("Hi {name} \U0001f44b I can see ...": the emoji ends the greeting as a full stop would)."""
-_BULLET = regex.compile(r"[-*\u2022\u2023\u2043\u25aa\u25e6\u2013\u2014][ \t]+")
-"""A list bullet before a unit ("- Status: {status}"): formatting, not a word of the unit."""
+_BULLET = regex.compile(r"(?:[-*\u2022\u2023\u2043\u25aa\u25e6\u2013\u2014]|\#{1,6})[ \t]+")
+"""A list bullet or a Markdown heading mark before a unit ("- Status: {status}", "## Your order"): formatting, not
+a word of the unit."""
 _BLANK = regex.compile(rf"[\s{EMOJI}]*")
 """What a unit holding nothing else is not a unit of: blanks and emoji ("Thanks! \U0001f60a" is one sentence)."""
 
