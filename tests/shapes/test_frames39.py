@@ -1,7 +1,8 @@
-"""Frames of stop 39, from answers a sixth author wrote as a model would for the demo's orders: Markdown emphasis
+"""Frames of stop 39, from answers two more authors wrote as a model would for the demo's orders: Markdown emphasis
 and headings, a dash or a middle dot between a label and its value, a value leading a line ("{status} · ETA
-{eta}"), "our records show it as {status}", notification headings ("ORDER UPDATE"), "Customer: {name}". Each is
-accepted as written and refused with a claim added."""
+{eta}"), "our records show it as {status}", notification headings ("ORDER UPDATE"), "Customer: {name}"; and the
+sentences around the facts (openers, apologies, help offers, closers, sign-offs) from a list a third author wrote.
+Each is accepted as written and refused with a claim added."""
 
 from __future__ import annotations
 
@@ -155,3 +156,106 @@ def test_shown_as_binds_the_subjects_field():
     assert found == {"name": ("customer.name",)}
     found = _fields(check_template("Order {order_id} \u2014 {status}", lib, TYPES))
     assert found["status"] == ("order.status",)
+
+
+NONFACT = [
+    "Good question, let me take a look.",
+    "Of course, I'd be glad to help with that.",
+    "One moment while I look that up.",
+    "Hi there! Bear with me while I check.",
+    "Thanks, {name}! Let me see what I can find.",
+    "Okay, here's what I found on my end.",
+    "Hey {name}, great to hear from you.",
+    "Hi! I'm here to help with your order.",
+    "I understand how frustrating this can be.",
+    "I'm sorry you've had to reach out about this.",
+    "Please forgive the inconvenience.",
+    "I really appreciate your patience with this.",
+    "I'm truly sorry about your experience.",
+    "Thanks for chatting with us.",
+    "Anything else I can do for you?",
+    "Is there anything more I can check for you?",
+    "What else can I do for you?",
+    "Would you like help with something else?",
+    "Just say the word if you need anything.",
+    "Let me know how else I can help.",
+    "Do you have any other questions about your order?",
+    "I'm here if you need me.",
+    "Give us a shout if anything else comes up.",
+    "Feel free to reach out again anytime.",
+    "Let us know if you run into any trouble.",
+    "If I can be of further assistance, please let me know.",
+    "Does that help?",
+    "Wishing you all the best.",
+    "Stay safe and take care.",
+    "Have a wonderful rest of your day.",
+    "Thanks for being a valued customer.",
+    "Happy shopping!",
+    "Thanks for your patience, and have a good one!",
+    "Thank you, {name}, and have a good day.",
+    "Thanks and regards,",
+    "With gratitude,",
+    "Cheers, the team",
+    "Sorry for keeping you waiting.",
+    "Thank you for choosing us, and have a wonderful week.",
+    "We're happy to help whenever you need us.",
+    "I'm here whenever you need me.",
+    "Is there anything else I can assist you with?",
+    "If you need anything further, just reply to this ticket.",
+    "Goodbye for now!",
+    "Here you go, {name}.",
+    "Hope that helps \u2014 enjoy the rest of your week!",
+    "Kind regards,\nThe Helpdesk",
+    "Is there anything else you'd like me to look into?",
+    "Don't hesitate to write back.",
+    "Drop me a line if anything else comes up.",
+]
+
+
+@pytest.mark.parametrize("text", NONFACT)
+def test_the_sentences_around_the_facts_are_accepted(text):
+    report = check_template(text, load_library("orders"), TYPES)
+    assert not _errors(report), _errors(report)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Good question, let me take a look before 5pm.",
+        "Of course, I'd be glad to help with that refund of £20.",
+        "One moment while I look that up, it should only take two minutes.",
+        "Okay, here's what I found on my end: it was lost.",
+        "I understand how frustrating this can be after three delays.",
+        "I'm sorry you've had to reach out about this twice.",
+        "Please forgive the inconvenience caused by the courier.",
+        "Anything else I can do for you before Friday?",
+        "Is there anything more I can check for you, like your refund of £5?",
+        "Let us know if you run into any trouble with the free returns.",
+        "Wishing you all the best with your faster delivery.",
+        "Have a wonderful rest of your day, your parcel arrives tomorrow.",
+        "Thanks for being a valued customer for ten years.",
+        "Thank you, {name}, and have a good day; it will arrive on Monday.",
+        "Happy shopping with 10% off!",
+        "Sorry for keeping you waiting for three days.",
+        "Thank you for choosing us, and enjoy the free gift.",
+        "I'm here whenever you need me, day or night.",
+        "Goodbye for now, see you on Friday!",
+        "Is there anything else you'd like me to look into before the sale ends?",
+    ],
+)
+def test_claims_around_the_facts_are_refused(text):
+    report = check_template(text, load_library("orders"), TYPES)
+    assert _errors(report), text
+
+
+def test_a_third_fact_after_a_splice_or_a_semicolon():
+    lib = load_library("orders")
+    for text in (
+        "Order {order_id} is {status}; it was dispatched on {shipped_at} and weighed {weight}.",
+        "Order {order_id} is {status} \u2014 it shipped on {shipped_at} and weighs {weight}.",
+    ):
+        report = check_template(text, lib, TYPES)
+        assert not _errors(report), _errors(report)
+        assert _fields(report)["weight"] == ("order.weight_kg",)
+    report = check_template("Order {order_id} is {status}; it shipped on {shipped_at} and arrived early.", lib, TYPES)
+    assert _errors(report)
