@@ -65,6 +65,10 @@ ACCEPTED = [
     "Order {order_id} | Status {status} | Total {total}",
     "Expected: {eta}",
     "Here's everything on file for {order_id}: status {status}, weight {weight}.",
+    "The shipment left on {shipped_at}.",
+    "It has {items} items with a total of {total}.",
+    "It comprised {items} items totalling {total}.",
+    "It held {items} items.",
     "Feel free to check your account.",
     "You can follow its progress under My Orders in your account.",
 ]
@@ -112,6 +116,9 @@ def test_the_frames_are_accepted(text):
         "Order {order_id} | Status {status} | Total {total} incl. free shipping",
         "Expected: tomorrow",
         "Here's everything on file for {order_id}: status {status}, no problems found.",
+        "The shipment left on {shipped_at}, a day late.",
+        "It has {items} items with a total of {total}, the most this month.",
+        "It held {items} items, all fragile.",
         "Feel free to check your account for a discount.",
         "You can follow its progress under My Orders in your account until it arrives on Monday.",
     ],
@@ -152,6 +159,8 @@ def test_shown_as_binds_the_subjects_field():
     lib = load_library("orders")
     found = _fields(check_template("The system shows {order_id} as {status}.", lib, TYPES))
     assert found == {"order_id": ("order.id",), "status": ("order.status",)}
+    found = _fields(check_template("The shipment left on {shipped_at}.", lib, TYPES))
+    assert found == {"shipped_at": ("order.shipped_at",)}
     found = _fields(check_template("Customer: {name}", lib, TYPES))
     assert found == {"name": ("customer.name",)}
     found = _fields(check_template("Order {order_id} \u2014 {status}", lib, TYPES))
