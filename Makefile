@@ -39,9 +39,10 @@ promtool:
 	      || echo "make: $(PROMTOOL_HINT)" >&2; \
 	  else echo "make: $(PROMTOOL_HINT); the two promtool tests skip without it" >&2; fi; }
 
-# GUARD_TEST_BACKENDS (e.g. sqlite) and GUARD_TEST_DB_TAG reach pytest through the environment
+# GUARD_TEST_BACKENDS (e.g. sqlite) and GUARD_TEST_DB_TAG reach pytest through the environment; the 25 slowest
+# tests are listed, so a suite that grows slower says where
 test: $(STAMP) promtool
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 -q --durations=25
 
 fuzz: $(STAMP)
 	$(BIN)/python -m pytest -q -m fuzz -p no:randomly tests/adversarial

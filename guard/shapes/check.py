@@ -18,12 +18,14 @@ import regex
 from lark import Token, Tree
 
 from guard.findings import Finding, Severity, line_col
-from guard.shapes.compiler import NEVER, SCREEN, SLOT_TERMINALS, Compiled, RuleMeta
+from guard.shapes.compiler import NEVER, PHRASE, SCREEN, SLOT_TERMINALS, Compiled, RuleMeta
 from guard.shapes.lexicon import Witness
-from guard.shapes.sentences import Library
+from guard.shapes.sentences import SIGNED, Library
 from guard.shapes.text import Sentence, split_sentences
 
 _TERMINAL_TYPES = {v: k for k, v in SLOT_TERMINALS.items()}
+_SIGNING = frozenset({"sign_off_line", "signature_line"})
+_SIGN_MARKS = ("-", "\u2013", "\u2014", "~")
 _SPACING = regex.compile(r"[ \t]{2,}|\t")
 MAX_EXPECTED = 8
 REPAIR_TRIES = 200
@@ -127,7 +129,8 @@ class _Analysis:
 
     # -- helpers -----------------------------------------------------------------------
     def meta(self, node: Tree[Any]) -> RuleMeta | None:
-        return self.c.meta.get(node.data)
+        m = self.c.meta.get(node.data)
+        return None if m is None or m.kind == PHRASE else m
 
     def use(self, tok: Token, fields: Iterable[str], place: str) -> None:
         self.uses.append(
@@ -160,6 +163,17 @@ class _Analysis:
             out.update(self.c.attributes.get(e, {}).get(type_, ()))
         return out
 
+    def phrased(self, node: Tree[Any]) -> dict[int, tuple[str, ...]]:
+        """The fields a phrase class under ``node`` names for its slots ("card ending in
+        {identifier:payment.card_last4}"), by slot token: where the rule around it binds a slot to nothing."""
+        out: dict[int, tuple[str, ...]] = {}
+        for sub in node.iter_subtrees():
+            m = self.c.meta.get(sub.data)
+            if m is not None and m.kind == PHRASE:
+                for tok in _slots(sub):
+                    out[id(tok)] = m.bindings[0].fields(_TERMINAL_TYPES.get(tok.type, ""))
+        return out
+
     def want(self, meta: RuleMeta, entities: Iterable[str], node: Tree[Any]) -> None:
         options: list[tuple[str, Witness]] = []
         for e in sorted(entities):
@@ -175,8 +189,8 @@ class _Analysis:
         if handler is not None:
             handler(node)
             return
-        meta = self.meta(node)
-        if meta is not None and meta.kind == "statement":
+        meta = self.c.meta.get(node.data)
+        if meta is not None and meta.kind in (STATEMENT, PHRASE):
             self.on_statement_rule(node, meta)
             return
         for ch in node.children:
@@ -221,8 +235,10 @@ class _Analysis:
                 {"predicate": meta.text, "entities": sorted(meta.entities)},
             )
             ents = set(meta.entities)
+        phrased = self.phrased(node)
         for tok in _slots(node):
-            self.use(tok, self.fields_of(meta, ents, _TERMINAL_TYPES.get(tok.type, "")), meta.text)
+            fields = self.fields_of(meta, ents, _TERMINAL_TYPES.get(tok.type, ""))
+            self.use(tok, fields or phrased.get(id(tok), ()), meta.text)
         self.want(meta, ents, node)
         return ents
 
@@ -256,7 +272,7 @@ class _Analysis:
     def on_clause(self, node: Tree[Any]) -> set[str]:
         kids = [ch for ch in node.children if isinstance(ch, Tree)]
         names = [str(k.data) for k in kids]
-        if names and names[0] == "subject":
+        if names and names[0] in ("subject", "pronoun"):
             ents = self.on_subject(kids[0])
             if "summary" in names:
                 self.summary(kids[names.index("summary")], ents, None)
@@ -397,8 +413,8 @@ class _Analysis:
             if n.data == "subject":
                 named.update(self.on_subject(n))
                 return
-            meta = self.meta(n)
-            if hasattr(self, f"on_{n.data}") or (meta is not None and meta.kind == "statement"):
+            meta = self.c.meta.get(n.data)
+            if hasattr(self, f"on_{n.data}") or (meta is not None and meta.kind in (STATEMENT, PHRASE)):
                 self.walk(n)
                 return
             for c in n.children:
@@ -426,8 +442,10 @@ class _Analysis:
         own = [tok for tok in _slots(node) if id(tok) not in covered]
         types = [_TERMINAL_TYPES.get(tok.type, "") for tok in own]
         placed = meta.placed(types) or [None] * len(own)
+        phrased = self.phrased(node) if meta.kind == STATEMENT else {}
         for tok, type_, fields in zip(own, types, placed):
-            self.use(tok, fields if fields is not None else self.fields_of(meta, chosen, type_), meta.text)
+            shown = fields if fields is not None else self.fields_of(meta, chosen, type_)
+            self.use(tok, shown or phrased.get(id(tok), ()), meta.text)
         self.want(meta, chosen, node)
         return {e for e in chosen if e}
 
@@ -645,16 +663,21 @@ def check_template(
     report = ShapeReport()
     uses: list[SlotUse] = []
     needs: list[Need] = []
+    signed = False
     for sent in split_sentences(template):
         if any(a < sent.end and sent.start < b for a, b in skip):
             report.sentences.append(SentenceResult(sent.index, sent.start, sent.end, sent.text, None, False))
             continue
-        findings, tree, analysis = _check_unit(template, library, sent, slot_types)
+        findings, tree, analysis = _check_unit(
+            template, library, sent, slot_types, signed or template[: sent.start].rstrip().endswith(_SIGN_MARKS)
+        )
         report.findings.extend(findings)
         ok = tree is not None and not any(f.severity is Severity.ERROR for f in findings)
         report.sentences.append(
             SentenceResult(sent.index, sent.start, sent.end, sent.text, _kind(tree) if ok else None)
         )
+        last = report.sentences[-1]
+        signed = last.shape in _SIGNING or (last.shape == "courtesy" and last.text.rstrip().endswith(","))
         if analysis is not None:
             uses.extend(analysis.uses)
             needs.extend(analysis.needs)
@@ -697,8 +720,10 @@ def _finding(template: str, code: str, message: str, sent: Any, start: int, end:
 
 
 def _check_unit(
-    template: str, lib: Library, sent: Sentence, types: Mapping[str, str]
+    template: str, lib: Library, sent: Sentence, types: Mapping[str, str], signed: bool = False
 ) -> tuple[list[Finding], Tree[Any] | None, _Analysis | None]:
+    """The findings of one unit, its parse tree and what it binds; ``signed``: the unit follows a sign-off or a
+    signature, so it may begin with a person's name."""
     readings = lib.readings(sent.text, dict(types))
     toks = next(readings)
     findings: list[Finding] = []
@@ -724,7 +749,9 @@ def _check_unit(
             toks, inferred = other, found
             break
         else:
-            findings.append(_diagnose(template, lib, sent, toks, failed, types))
+            tree = _signature(lib, sent.text, types) if signed else None
+            if tree is None:
+                findings.append(_diagnose(template, lib, sent, toks, failed, types))
     for i, t in enumerate(toks):
         if t.type != "UNTYPED_SLOT":
             continue
@@ -748,9 +775,22 @@ def _check_unit(
         return findings, None, None
     analysis = _Analysis(lib.compiled, sent.index, sent.start, len(sent.text))
     analysis.walk(tree)
+    analysis.uses = [u for u in analysis.uses if u.slot != SIGNED]
     for code, message, start, end, data in analysis.problems:
         findings.append(_finding(template, code, f"sentence {n}: {message}", sent, start, end, data))
     return findings, tree, analysis
+
+
+def _signature(lib: Library, text: str, types: Mapping[str, str]) -> Tree[Any] | None:
+    """The parse of a unit read with a person's name as its signature's string slot; only a signature line."""
+    toks = lib.signed_reading(text, types)
+    if toks is None:
+        return None
+    try:
+        tree = lib.lark.parse(toks, start="start")
+    except lark.exceptions.LarkError:
+        return None
+    return tree if _kind(tree) == "signature_line" else None
 
 
 def _diagnose(

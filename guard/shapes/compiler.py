@@ -118,6 +118,10 @@ def _slot_orders(tree: Node, has_slots: Callable[[str], bool]) -> tuple[SlotOrde
     return tuple(sorted(orders))
 
 
+PHRASE = "phrase"
+"""The kind of a phrase class whose slots name fields: it binds them, and says nothing of what a subject is."""
+
+
 @dataclass(frozen=True)
 class Binding:
     """What one entity's reading of a rule means: the fields its slots show (by claim type) and the claims any
@@ -601,8 +605,14 @@ class _Compiler:
         while self.used_classes - done:
             name = sorted(self.used_classes - done)[0]
             done.add(name)
-            alts = list(dict.fromkeys(_lark_expr(t, self.ref, self.group) for t in self.class_trees(name)))
+            trees = self.class_trees(name)
+            alts = list(dict.fromkeys(_lark_expr(t, self.ref, self.group) for t in trees))
             self.rules.append((f"c_{name}", "\n    | ".join(alts)))
+            slots = _statement_slots(trees)
+            if slots:
+                # a class whose phrases bind their slots ("tracking number {identifier:order.tracking_number}"):
+                # wherever no predicate or statement around it binds them, its slots show those fields
+                self.meta[f"c_{name}"] = RuleMeta(PHRASE, (Binding("", slots, ()),), name)
 
     def run(self, domain: str) -> Compiled:
         if not self.lex.entities:

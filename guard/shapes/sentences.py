@@ -66,6 +66,12 @@ def _normal(text: str, colon: bool = False) -> str:
     return _EMAIL.sub(r"\1\2 ", _PLURAL.sub("s  ", text.translate(_QUOTES)))
 
 
+SIGNED = "\x00signed"
+"""The slot name :meth:`Library.signed_reading` gives a person's name in a signature: no template's slot is
+spelled so, and the check binds nothing to it."""
+_PERSON = regex.compile(
+    r"(?:[-\u2013\u2014~][ ]*)?(?P<name>\p{Lu}\p{Ll}+(?:[ '\u2019-]\p{Lu}\p{Ll}*){0,3})(?=[ ]*(?:$|[,|\u2013\u2014-]))"
+)
 _SLOT = regex.compile(r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1')
 _FAST = regex.compile(
     r'(["\']?)\{([A-Za-z_][A-Za-z0-9_]*)\}\1'
@@ -312,6 +318,20 @@ class Library:
             yield from self._fusions(toks)
         if _DASHES.search(text):
             yield self.lark_tokens(text, slot_types, colon=True)
+
+    def signed_reading(self, text: str, slot_types: Mapping[str, str]) -> list[Token] | None:
+        """A line after a sign-off that begins with a person's name ("Sam", "Priya - Support", "- Tom"): the name
+        read as a string slot that no claim fills (:data:`SIGNED`), since a signature says who writes, not a fact
+        about what the answer is about. None when the line begins with no name or the name holds a claim word."""
+        m = _PERSON.match(text)
+        if m is None or any(w.lower() in self.claim for w in regex.split(r"[ '\u2019-]", m["name"])):
+            return None
+        name = Token("STRING_SLOT", SIGNED, start_pos=m.start("name"), end_pos=m.end("name"))
+        rest = self.lark_tokens(text[m.end() :], slot_types)
+        for t in rest:
+            t.start_pos = int(t.start_pos or 0) + m.end()
+            t.end_pos = int(t.end_pos or 0) + m.end()
+        return [name, *rest]
 
     def _fusions(self, toks: list[Token]) -> Iterator[list[Token]]:
         """Readings with two words made one fused token ("on your" as ``on+your``): each such pair alone, then

@@ -23,7 +23,7 @@ from lark import Token, Tree
 
 from guard.errors import GuardError
 from guard.shapes.check import check_template, split_sentences
-from guard.shapes.compiler import claim_words
+from guard.shapes.compiler import PHRASE, claim_words
 from guard.shapes.lexicon import read_lexicon
 from guard.shapes.sentences import Library, load_library
 
@@ -144,7 +144,7 @@ def _entities(lib: Library, subject: Tree[Any]) -> set[str]:
     ents: set[str] | None = None
     for sub in subject.iter_subtrees_topdown():
         m = lib.compiled.meta.get(sub.data)
-        if m is not None:
+        if m is not None and m.kind != PHRASE:
             ents = set(m.entities) if ents is None else ents & m.entities
     return ents or set()
 

@@ -59,11 +59,11 @@ def test_any_number_of_approved_courtesy_lines_is_clean(lines: list[str]) -> Non
 def test_a_state_said_in_prose_counts_as_a_fact_its_witness_proves() -> None:
     """ "Your order has been cancelled." has no slot, but the shape stage binds it to a witness claim that the gate
     verifies (or refuses, S205/S208), so the ratio counts it as a slot would be counted."""
-    template = "Hi {name},\nYour order has been cancelled at your request.\nThank you for your order.\n"
+    template = "Hi {name},\nYour order has been cancelled.\nThank you for your order.\n"
     assert measure(template).slots == 1  # {name} alone: without the shape stage the state is bare prose
     result = lint(template, domain="orders", slot_types=TYPES, stages=STAGES)
     report = result.measures["ratio"]
-    assert report.slots == 2 and report.sentence_words[1] == (8, 1)
+    assert report.slots == 2 and report.sentence_words[1] == (5, 1)
     assert not [f for f in result.findings if f.code.startswith("R4")]
     assert [f.code for f in result.findings] == ["S205"]  # the witness is still needed
     stated = measure(template, stated={1: 1})

@@ -36,3 +36,23 @@ def assert_witnessed(library: Any, text: str, types: dict[str, str], claims: lis
 def fields(report: Any) -> dict[str, tuple[str, ...]]:
     """The fields each slot of a report may show, by slot name."""
     return {u.slot: u.fields for u in report.bindings.uses}
+
+
+def accepted(domain: str, text: str, types: dict[str, str]) -> Any:
+    """Asserts that ``text`` is approved in ``domain`` and that every slot in it but a string binds at least one
+    field (a slot bound to nothing is shown whatever field its claim names; a name in a greeting or a signature
+    is such a string); returns the report."""
+    from guard.shapes import check_template, load_library
+
+    report = check_template(text, load_library(domain), types)
+    assert not errors(report), errors(report)
+    unbound = sorted({u.slot for u in report.bindings.uses if not u.fields and u.type != "string"})
+    assert not unbound, f"slots bound to no field: {unbound}"
+    return report
+
+
+def refused(domain: str, text: str, types: dict[str, str]) -> None:
+    """Asserts that ``text`` is refused in ``domain``."""
+    from guard.shapes import check_template, load_library
+
+    assert errors(check_template(text, load_library(domain), types)), text

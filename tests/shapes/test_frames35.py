@@ -12,8 +12,7 @@ from __future__ import annotations
 import pytest
 
 from guard.shapes import bind, check_template, load_library
-from tests.shapes.claims import C
-from tests.shapes.claims import errors as _errors
+from tests.shapes.claims import C, accepted, refused
 from tests.shapes.claims import fields as _fields
 
 TYPES = {
@@ -90,8 +89,7 @@ TYPES = {
     ],
 )
 def test_the_frames_are_accepted(domain, text):
-    report = check_template(text, load_library(domain), TYPES)
-    assert not _errors(report), _errors(report)
+    accepted(domain, text, TYPES)
 
 
 @pytest.mark.parametrize(
@@ -134,8 +132,7 @@ def test_the_frames_are_accepted(domain, text):
     ],
 )
 def test_claims_inside_the_frames_are_refused(domain, text):
-    report = check_template(text, load_library(domain), TYPES)
-    assert _errors(report), text
+    refused(domain, text, TYPES)
 
 
 def test_a_changed_email_and_an_approved_account_need_their_witness():

@@ -11,8 +11,7 @@ from __future__ import annotations
 import pytest
 
 from guard.shapes import bind, check_template, load_library
-from tests.shapes.claims import C, assert_witnessed
-from tests.shapes.claims import errors as _errors
+from tests.shapes.claims import C, accepted, assert_witnessed, refused
 from tests.shapes.claims import fields as _fields
 
 TYPES = {
@@ -135,8 +134,7 @@ ACCEPTED = [
 
 @pytest.mark.parametrize(("domain", "text"), ACCEPTED)
 def test_the_frames_are_accepted(domain, text):
-    report = check_template(text, load_library(domain), TYPES)
-    assert not _errors(report), _errors(report)
+    accepted(domain, text, TYPES)
 
 
 @pytest.mark.parametrize(
@@ -183,8 +181,7 @@ def test_the_frames_are_accepted(domain, text):
     ],
 )
 def test_claims_inside_the_frames_are_refused(domain, text):
-    report = check_template(text, load_library(domain), TYPES)
-    assert _errors(report), text
+    refused(domain, text, TYPES)
 
 
 @pytest.mark.parametrize(

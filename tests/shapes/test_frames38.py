@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from guard.shapes import check_template, load_library
-from tests.shapes.claims import errors as _errors
+from tests.shapes.claims import accepted, refused
 from tests.shapes.claims import fields as _fields
 
 TYPES = {
@@ -91,8 +91,7 @@ ACCEPTED = [
 
 @pytest.mark.parametrize("text", ACCEPTED)
 def test_the_frames_are_accepted(text):
-    report = check_template(text, load_library("orders"), TYPES)
-    assert not _errors(report), _errors(report)
+    accepted("orders", text, TYPES)
 
 
 @pytest.mark.parametrize(
@@ -142,8 +141,7 @@ def test_the_frames_are_accepted(text):
     ],
 )
 def test_claims_inside_the_frames_are_refused(text):
-    report = check_template(text, load_library("orders"), TYPES)
-    assert _errors(report), text
+    refused("orders", text, TYPES)
 
 
 def test_the_new_places_bind_their_fields():

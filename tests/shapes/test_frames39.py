@@ -11,6 +11,7 @@ import pytest
 from guard.shapes import check_template, load_library
 from guard.shapes.sentences import tokens
 from guard.shapes.text import split_sentences
+from tests.shapes.claims import accepted, refused
 from tests.shapes.claims import errors as _errors
 from tests.shapes.claims import fields as _fields
 
@@ -76,8 +77,7 @@ ACCEPTED = [
 
 @pytest.mark.parametrize("text", ACCEPTED)
 def test_the_frames_are_accepted(text):
-    report = check_template(text, load_library("orders"), TYPES)
-    assert not _errors(report), _errors(report)
+    accepted("orders", text, TYPES)
 
 
 @pytest.mark.parametrize(
@@ -124,8 +124,7 @@ def test_the_frames_are_accepted(text):
     ],
 )
 def test_claims_inside_the_frames_are_refused(text):
-    report = check_template(text, load_library("orders"), TYPES)
-    assert _errors(report), text
+    refused("orders", text, TYPES)
 
 
 def test_markdown_marks_are_formatting():
@@ -223,8 +222,7 @@ NONFACT = [
 
 @pytest.mark.parametrize("text", NONFACT)
 def test_the_sentences_around_the_facts_are_accepted(text):
-    report = check_template(text, load_library("orders"), TYPES)
-    assert not _errors(report), _errors(report)
+    accepted("orders", text, TYPES)
 
 
 @pytest.mark.parametrize(
@@ -253,8 +251,7 @@ def test_the_sentences_around_the_facts_are_accepted(text):
     ],
 )
 def test_claims_around_the_facts_are_refused(text):
-    report = check_template(text, load_library("orders"), TYPES)
-    assert _errors(report), text
+    refused("orders", text, TYPES)
 
 
 def test_a_third_fact_after_a_splice_or_a_semicolon():

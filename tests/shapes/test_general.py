@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from guard.shapes import bind, check_template, load_library
-from tests.shapes.claims import C
+from tests.shapes.claims import C, accepted, refused
 from tests.shapes.claims import errors as _errors
 
 TYPES = {
@@ -43,15 +43,10 @@ TYPES = {
         ("subscriptions", "We'll let you know when your subscription renews."),
         ("travel", "We'll email you when your booking is confirmed."),
         ("account", "If you didn't request a password reset, you can safely ignore this email."),
-        ("orders", "We have cancelled your order {order_id} as requested."),
-        ("orders", "Your order has been cancelled at your request."),
-        ("subscriptions", "Your subscription has been cancelled, as you asked."),
-        ("travel", "Your booking has been cancelled as requested."),
     ],
 )
 def test_general_frames_are_accepted_in_every_domain(domain, text):
-    report = check_template(text, load_library(domain), TYPES)
-    assert not _errors(report), _errors(report)
+    accepted(domain, text, TYPES)
 
 
 @pytest.mark.parametrize(
@@ -74,11 +69,16 @@ def test_general_frames_are_accepted_in_every_domain(domain, text):
         ("orders", "Your order has been cancelled as requested, two days early."),
         ("orders", "Your order has been cancelled at your request because of a delay."),
         ("travel", "Your booking has been cancelled as requested and refunded in full."),
+        # who asked for a change is not in the record: "as requested" after a state says why it holds
+        ("orders", "We have cancelled your order {order_id} as requested."),
+        ("orders", "Your order has been cancelled at your request."),
+        ("orders", "Order {order_id} shows a status of {status}, as you requested."),
+        ("subscriptions", "Your subscription has been cancelled, as you asked."),
+        ("travel", "Your booking has been cancelled as requested."),
     ],
 )
 def test_claims_inside_the_general_frames_are_refused(domain, text):
-    report = check_template(text, load_library(domain), TYPES)
-    assert _errors(report), text
+    refused(domain, text, TYPES)
 
 
 def test_an_attribute_the_customer_has_binds_to_its_field():
